@@ -1,0 +1,476 @@
+"""Recommendation cases taken from the official tables (sources in recommend/compat.yaml).
+
+Each case is a host described as on the command line, the user's pins, and what must come out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.target import BadInput, target_from_facts, target_from_spec
+from tests.conftest import facts_of
+
+
+@dataclass(frozen=True)
+class Host:
+    gpus: tuple[str, ...]
+    os: str = "ubuntu:22.04"
+    driver: str | None = None
+    flavor: str | None = None
+    python: str | None = None
+    arch: str = "x86_64"
+
+
+@dataclass(frozen=True)
+class Want:
+    """Expected fields; None means "not checked"."""
+
+    status: str = "ok"
+    action: str | None = None
+    branch: str | None = None
+    flavor: str | None = None
+    torch: str | None = None
+    variant: str | None = None
+    python: str | None = None
+    refusal: str | None = None
+    packages: tuple[str, ...] = ()
+    toolkit: str | None = None
+    reasons: tuple[str, ...] = field(default=())
+    rejected: tuple[tuple[str, str], ...] = ()
+
+
+def run(table, host: Host, choices: Choices) -> Recommendation | Refusal:
+    target = target_from_spec(
+        table, host.gpus, host.os, host.arch, host.driver, host.flavor, host.python
+    )  # type: ignore[arg-type]
+    return recommend(table, target, choices)
+
+
+CASES = [
+    # --- Blackwell: open modules, cu128 or newer
+    pytest.param(
+        Host(("RTX 5090",), "ubuntu:24.04"),
+        Choices(),
+        Want(action="install", branch="580", flavor="open", torch="2.14.1", variant="cu130"),
+        id="Blackwell needs open modules and a cu128-or-newer wheel",
+    ),
+    pytest.param(
+        Host(("B200",)),
+        Choices(),
+        Want(branch="580", flavor="open", variant="cu130"),
+        id="B200 on 22.04",
+    ),
+    pytest.param(
+        Host(("RTX 5090",)),
+        Choices(torch="2.6.0"),
+        Want(status="unsupported", refusal="no kernels for GeForce RTX 5090 (sm_120)"),
+        id="torch 2.6 has no Blackwell kernels",
+    ),
+    pytest.param(
+        Host(("RTX 5090",)),
+        Choices(torch="2.7.1"),
+        Want(torch="2.7.1", variant="cu128", flavor="open"),
+        id="torch 2.7.1 reaches Blackwell through cu128",
+    ),
+    pytest.param(
+        Host(("RTX 5090",)),
+        Choices(torch="2.7"),
+        Want(torch="2.7.1", variant="cu128"),
+        id="a series pin takes its newest release",
+    ),
+    pytest.param(
+        Host(("RTX 5090",)),
+        Choices(variant="cu126"),
+        Want(status="unsupported", refusal="cu126 builds of torch 2.14.1 have no kernels"),
+        id="cu126 has no Blackwell kernels",
+    ),
+    pytest.param(
+        Host(("B300",)),
+        Choices(),
+        Want(branch="580", variant="cu130"),
+        id="B300 (sm_103) runs sm_100 cubins",
+    ),
+    pytest.param(
+        Host(("RTX 5090",), "ubuntu:20.04"),
+        Choices(),
+        Want(status="unsupported", refusal="too old for GeForce RTX 5090"),
+        id="Blackwell on Ubuntu 20.04: its newest driver R550 is too old",
+    ),
+    pytest.param(
+        Host(("RTX 5090", "V100")),
+        Choices(),
+        Want(status="unsupported"),
+        id="Blackwell and Volta share no driver flavour or wheel",
+    ),
+    # --- Volta: proprietary, R580 at most, cu126 from torch 2.11
+    pytest.param(
+        Host(("V100",)),
+        Choices(),
+        Want(action="install", branch="580", flavor="proprietary", torch="2.14.1", variant="cu126"),
+        id="V100 fresh: R580 proprietary and cu126",
+    ),
+    pytest.param(
+        Host(("V100",)),
+        Choices(variant="cu130"),
+        Want(status="unsupported", refusal="no kernels for Tesla V100"),
+        id="V100 has no kernels in cu13x wheels",
+    ),
+    pytest.param(
+        Host(("V100",)),
+        Choices(variant="cu132"),
+        Want(status="unsupported", refusal="(sm_70)"),
+        id="V100 and cu132",
+    ),
+    pytest.param(
+        Host(("V100",)),
+        Choices(torch="2.10.0"),
+        Want(variant="cu128", flavor="proprietary"),
+        id="V100 with torch 2.10: cu128 still has sm_70",
+    ),
+    pytest.param(
+        Host(("V100",)),
+        Choices(torch="2.11.0"),
+        Want(variant="cu126"),
+        id="V100 with torch 2.11: cu128 dropped sm_70",
+    ),
+    pytest.param(
+        Host(("V100",), driver="535.247.01"),
+        Choices(),
+        Want(action="keep", branch="535", variant="cu126"),
+        id="V100 keeps a working 535 and runs cu126 through minor-version compatibility",
+    ),
+    pytest.param(
+        Host(("V100",), driver="590.48.01"),
+        Choices(),
+        Want(status="ok_after_changes", action="upgrade", branch="580", flavor="proprietary"),
+        id="V100 on R590 must move back to R580",
+    ),
+    pytest.param(
+        Host(("V100",), driver="470.256.02"),
+        Choices(keep_driver=True),
+        Want(action="keep", torch="2.7.1", variant="cu118"),
+        id="a driver that must be kept: 470 caps torch at 2.7.1 cu118",
+    ),
+    pytest.param(
+        Host(("V100", "T4")),
+        Choices(),
+        Want(flavor="proprietary", variant="cu126"),
+        id="mixed V100 + T4 fit proprietary R580 and cu126",
+    ),
+    # --- old drivers
+    pytest.param(
+        Host(("T4",), driver="470.256.02"),
+        Choices(torch="2.5"),
+        Want(action="keep", torch="2.5.1", variant="cu118"),
+        id="driver 470 with a request for torch 2.5: cu118 through CUDA 11 compatibility",
+    ),
+    pytest.param(
+        Host(("T4",), driver="470.256.02"),
+        Choices(),
+        Want(
+            status="ok_after_changes",
+            action="upgrade",
+            branch="580",
+            torch="2.14.1",
+            variant="cu130",
+        ),
+        id="driver 470 and latest torch: upgrade the driver",
+    ),
+    pytest.param(
+        Host(("T4",), driver="470.256.02"),
+        Choices(torch="2.14.1", keep_driver=True),
+        Want(status="unsupported", refusal="needs driver"),
+        id="driver 470 kept cannot run torch 2.14",
+    ),
+    pytest.param(
+        Host(("A100",), driver="570.133.20"),
+        Choices(),
+        Want(action="keep", variant="cu126"),
+        id="kept R570 runs cu126 natively",
+    ),
+    pytest.param(
+        Host(("A100",), driver="580.95.05"),
+        Choices(),
+        Want(action="keep", variant="cu130"),
+        id="kept R580 runs the default cu130",
+    ),
+    pytest.param(
+        Host(("H200 NVL",), driver="560.35.03"),
+        Choices(),
+        Want(status="ok_after_changes", action="upgrade", branch="580"),
+        id="H200 NVL needs 565.57.01 or newer",
+    ),
+    pytest.param(
+        Host(("H200 NVL",), driver="560.35.03"),
+        Choices(keep_driver=True),
+        Want(status="unsupported", refusal="too old for H200 NVL"),
+        id="a kept driver too old for the GPU is refused",
+    ),
+    pytest.param(
+        Host(("RTX PRO 6000 Blackwell Server",), driver="575.51.03"),
+        Choices(),
+        Want(status="ok_after_changes", action="upgrade", branch="580"),
+        id="RTX PRO 6000 Server needs 575.57.08",
+    ),
+    # --- Python
+    pytest.param(
+        Host(("H100",), python="3.8"),
+        Choices(),
+        Want(status="ok_after_changes", torch="2.14.1", python="install"),
+        id="Python 3.8 with the newest torch: install a newer Python",
+    ),
+    pytest.param(
+        Host(("H100",), python="3.10"),
+        Choices(torch="2.15.0"),
+        Want(status="ok_after_changes", torch="2.15.0", python="install"),
+        id="torch 2.15 needs Python 3.11",
+    ),
+    pytest.param(
+        Host(("H100",), python="3.12"),
+        Choices(),
+        Want(python="use_system"),
+        id="system Python 3.12 fits",
+    ),
+    pytest.param(
+        Host(("L40S",), "rocky:9"),
+        Choices(),
+        Want(status="ok_after_changes", python="install"),
+        id="Rocky 9's Python 3.9 is too old",
+    ),
+    # --- torch 2.15 (UNCONFIRMED pair) and fresh installs
+    pytest.param(
+        Host(("H100",)),
+        Choices(torch="2.15.0"),
+        Want(status="ok_after_changes", branch="595", variant="cu132", python="install"),
+        id="torch 2.15's cu132 prefers R595 (13.2 GA) on a fresh install",
+    ),
+    pytest.param(
+        Host(("H100",), driver="580.95.05"),
+        Choices(torch="2.15.0"),
+        Want(status="ok_after_changes", action="keep", variant="cu132"),
+        id="an installed R580 runs cu132 through minor-version compatibility",
+    ),
+    pytest.param(
+        Host(("H100",)),
+        Choices(),
+        Want(torch="2.14.1", rejected=(("torch 2.15.0", "UNCONFIRMED"),)),
+        id="latest means the newest release with a confirmed torchvision pair",
+    ),
+    # --- OS
+    pytest.param(
+        Host(("A100",), "ubuntu:20.04"),
+        Choices(),
+        Want(
+            status="ok_after_changes",
+            branch="550",
+            variant="cu126",
+            reasons=("left standard support",),
+        ),
+        id="Ubuntu 20.04 end of life: EOL R550 and cu126",
+    ),
+    pytest.param(
+        Host(("A100",), "ubuntu:20.04"),
+        Choices(needs_nvcc=True),
+        Want(status="ok_after_changes", toolkit="12.6"),
+        id="Ubuntu 20.04 toolkit stays on CUDA 12",
+    ),
+    pytest.param(
+        Host(("A100",), "ubuntu:20.04"),
+        Choices(needs_nvcc=True, variant="cu130"),
+        Want(status="unsupported"),
+        id="no CUDA 13 for Ubuntu 20.04",
+    ),
+    pytest.param(
+        Host(("H100",)),
+        Choices(needs_nvcc=True),
+        Want(toolkit="13.0", packages=("nvidia-driver-580-server-open",)),
+        id="nvcc matches the wheel's CUDA",
+    ),
+    pytest.param(
+        Host(("T4",), "debian:12"),
+        Choices(),
+        Want(branch="580", flavor="open", packages=("nvidia-driver-pinning-580", "nvidia-open")),
+        id="Debian 12 uses NVIDIA's repository",
+    ),
+    pytest.param(
+        Host(("T4",), "debian:13"), Choices(), Want(branch="580", flavor="open"), id="Debian 13"
+    ),
+    pytest.param(
+        Host(("L40S",), "rocky:9"),
+        Choices(),
+        Want(status="ok_after_changes", branch="580", flavor="open", packages=("nvidia-open",)),
+        id="Rocky 9 uses dnf",
+    ),
+    pytest.param(
+        Host(("H100",), "ubuntu:24.04"),
+        Choices(),
+        Want(branch="580", packages=("nvidia-driver-580-server-open", "nvidia-utils-580-server")),
+        id="Ubuntu 24.04 server packages with utils",
+    ),
+    # --- other architectures and PCI ids
+    pytest.param(
+        Host(("10de:2330",)),
+        Choices(),
+        Want(branch="580", flavor="open", variant="cu130"),
+        id="a PCI id only",
+    ),
+    pytest.param(
+        Host(("2b85",), "ubuntu:24.04"), Choices(), Want(flavor="open"), id="a bare PCI id"
+    ),
+    pytest.param(
+        Host(("A100", "H100")),
+        Choices(),
+        Want(flavor="open", variant="cu130"),
+        id="mixed Ampere and Hopper",
+    ),
+    pytest.param(
+        Host(("GH200 144G",), "ubuntu:24.04", arch="aarch64"),
+        Choices(),
+        Want(flavor="open", variant="cu130"),
+        id="GH200 on aarch64",
+    ),
+    pytest.param(
+        Host(("A100",), arch="aarch64"),
+        Choices(torch="2.11.0"),
+        Want(status="unsupported", refusal="no cu"),
+        id="no aarch64 CUDA builds in the table before torch 2.12",
+    ),
+    pytest.param(
+        Host(("Tesla K80",)),
+        Choices(),
+        Want(status="unsupported", refusal="no kernels"),
+        id="Kepler has no current wheel",
+    ),
+    pytest.param(
+        Host(("GTX 1080",)),
+        Choices(),
+        Want(flavor="proprietary", variant="cu126"),
+        id="Pascal: proprietary and cu126",
+    ),
+    pytest.param(
+        Host(("GTX 1080",)),
+        Choices(torch="2.8.0"),
+        Want(variant="cu126"),
+        id="Pascal is not in cu128 builds",
+    ),
+    pytest.param(Host(("A10",)), Choices(), Want(variant="cu130"), id="A10 (sm_86)"),
+    pytest.param(
+        Host(("L4",)), Choices(), Want(variant="cu130"), id="L4 (sm_89) runs sm_86 cubins"
+    ),
+    pytest.param(
+        Host(("H100",)),
+        Choices(torch="2.14.1", variant="cu121"),
+        Want(status="unsupported", refusal="has no cu121 build"),
+        id="a build the release does not have",
+    ),
+]
+
+
+@pytest.mark.parametrize(("host", "choices", "want"), CASES)
+def test_recommendation(table, host, choices, want):
+    result = run(table, host, choices)
+    assert result.status == want.status, getattr(result, "reason", result)
+    if isinstance(result, Refusal):
+        assert want.refusal is None or want.refusal in " ".join((result.reason, *result.reasons))
+        assert result.reason
+        return
+    checks = {
+        "action": result.driver.action,
+        "branch": result.driver.branch,
+        "flavor": result.driver.flavor,
+        "torch": result.torch.version,
+        "variant": result.torch.variant,
+        "python": result.python.action,
+        "toolkit": result.cuda_toolkit.version if result.cuda_toolkit else None,
+    }
+    for key, actual in checks.items():
+        expected = getattr(want, key)
+        assert expected is None or actual == expected, f"{key}: {actual} != {expected}"
+    assert set(want.packages) <= set(result.driver.packages)
+    for text in want.reasons:
+        assert any(text in r for r in result.reasons), result.reasons
+    for option, text in want.rejected:
+        assert any(r.option == option and text in r.reason for r in result.rejected), (
+            result.rejected
+        )
+
+
+def test_at_least_forty_cases():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize(
+    ("host", "choices", "message"),
+    [
+        (Host(("H100",)), Choices(torch="1.12.1"), "--torch '1.12.1': unknown release"),
+        (Host(("H100",)), Choices(torch="2.99"), "unknown release"),
+        (Host(("H100",)), Choices(torch="two"), "expected a version"),
+        (Host(("H100",)), Choices(variant="cu999"), "no PyTorch release has that build"),
+        (Host(("Voodoo 5",)), Choices(), "--gpu 'Voodoo 5': no NVIDIA GPU matches"),
+        (
+            Host(("H100",), "ubuntu:18.04"),
+            Choices(),
+            "--os 'ubuntu:18.04': unknown OS; accepted: ubuntu:20.04",
+        ),
+        (Host(("H100",), "ubuntu"), Choices(), "unknown OS"),
+        (
+            Host(("H100",), driver="latest"),
+            Choices(),
+            "--driver 'latest': expected a driver version",
+        ),
+        (Host(("H100",), python="3"), Choices(), "--python '3'"),
+        (Host(("H100",), flavor="open"), Choices(), "--driver-flavor needs --driver"),
+    ],
+)
+def test_bad_input_names_the_value_and_what_is_accepted(table, host, choices, message):
+    with pytest.raises(BadInput) as error:
+        run(table, host, choices)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("profile", "status", "action", "detail"),
+    [
+        (
+            "a100x4-ubuntu2004-fresh",
+            "ok_after_changes",
+            "install",
+            "apply the pending kernel update",
+        ),
+        ("h100x8-ubuntu2204-fresh", "ok", "install", "nvidia-fabricmanager-580"),
+        ("h200-ubuntu2404-driver570", "ok", "keep", "cu126"),
+        ("v100x4-ubuntu2204-driver535", "ok", "keep", "cu126"),
+        ("t4-debian12-fresh", "ok", "install", "nvidia-open"),
+        ("l40sx4-rocky9-fresh", "ok_after_changes", "install", "nvidia-driver:580-open"),
+        (
+            "rtx5090-ubuntu2404-secureboot",
+            "ok",
+            "install",
+            "linux-modules-nvidia-580-server-open-6.14.0-29-generic",
+        ),
+        ("wsl2-ubuntu2204-rtx4090", "ok", "keep", "managed by Windows"),
+        ("nogpu-ubuntu2204", "unsupported", None, "no NVIDIA GPU"),
+    ],
+)
+def test_recorded_hosts(table, profile, status, action, detail):
+    result = recommend(table, target_from_facts(facts_of(profile), table))
+    assert result.status == status
+    if isinstance(result, Refusal):
+        assert detail in result.reason
+        return
+    assert result.driver.action == action
+    text = " ".join(
+        (
+            *result.driver.packages,
+            *result.changes,
+            *result.reasons,
+            result.torch.variant,
+            result.driver.module_stream or "",
+        )
+    )
+    assert detail in text

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuwizard.facts import Disk, FreeSpace, Nic, PcieLink
+from gpuwizard.recommend.sizing import assess
+from tests.conftest import facts_of
+
+
+def findings(facts, table):
+    return {f.id: f for f in assess(facts, table)}
+
+
+def with_hardware(name, **changes):
+    facts = facts_of(name)
+    return dataclasses.replace(facts, hardware=dataclasses.replace(facts.hardware, **changes))
+
+
+def test_a_well_sized_hgx_passes_every_check(table):
+    found = findings(facts_of("h100x8-ubuntu2204-fresh"), table)
+    assert {f.severity for f in found.values()} == {"ok"}
+    assert "InfiniBand" in found["network"].title
+
+
+def test_ram_below_twice_the_gpu_memory_is_a_warning(table):
+    facts = with_hardware(
+        "h100x8-ubuntu2204-fresh", memory_mib=1024 * 1024
+    )  # 1 TiB for 640 GiB of HBM
+    ram = findings(facts, table)["ram"]
+    assert ram.severity == "warning" and "1280 GiB" in ram.reason
+
+
+def test_gpu_memory_comes_from_nvml_once_a_driver_exists(table):
+    ram = findings(facts_of("v100x4-ubuntu2204-driver535"), table)["ram"]
+    assert "64 GiB of GPU memory" in ram.title
+
+
+@pytest.mark.parametrize(
+    ("disks", "severity"),
+    [
+        ((Disk("sda", 10**12, True, False),), "warning"),
+        ((Disk("sda", 10**12, False, False),), "info"),
+        ((Disk("nvme0n1", 10**12, False, True), Disk("sdb", 10**13, True, False)), "ok"),
+    ],
+)
+def test_disk_kind(table, disks, severity):
+    assert (
+        findings(with_hardware("t4-debian12-fresh", disks=disks), table)["disks"].severity
+        == severity
+    )
+
+
+@pytest.mark.parametrize(("free_gib", "severity"), [(200, "ok"), (15, "warning"), (5, "error")])
+def test_free_space_for_the_install(table, free_gib, severity):
+    facts = with_hardware("t4-debian12-fresh", free_space=(FreeSpace("/", free_gib * 1024**3),))
+    assert findings(facts, table)["free-space"].severity == severity
+
+
+def test_slow_network_is_advice_for_multi_node_only(table):
+    facts = with_hardware("t4-debian12-fresh", nics=(Nic("eth0", "ethernet", 1000),))
+    network = findings(facts, table)["network"]
+    assert network.severity == "info" and "10 Gb/s" in network.reason
+
+
+def test_end_of_life_os_is_a_warning(table):
+    os_finding = findings(facts_of("a100x4-ubuntu2004-fresh"), table)["os"]
+    assert os_finding.severity == "warning" and "2025-05" in os_finding.reason
+
+
+def test_unsupported_os_is_an_error(table):
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(
+        facts, os=dataclasses.replace(facts.os, id="centos", version_id="7", id_like=("rhel",))
+    )
+    assert findings(facts, table)["os"].severity == "error"
+
+
+def test_a_downtrained_pcie_link_is_reported(table):
+    facts = facts_of("t4-debian12-fresh")
+    gpu = facts.hardware.gpus[0]
+    slow = dataclasses.replace(
+        gpu,
+        pci=dataclasses.replace(gpu.pci, link=PcieLink("2.5 GT/s PCIe", "8.0 GT/s PCIe", 16, 16)),
+    )
+    found = findings(
+        dataclasses.replace(facts, hardware=dataclasses.replace(facts.hardware, gpus=(slow,))),
+        table,
+    )
+    assert found["pcie"].severity == "warning" and "2.5 GT/s" in found["pcie"].reason
+
+
+def test_wsl_is_explained(table):
+    assert "Windows" in findings(facts_of("wsl2-ubuntu2204-rtx4090"), table)["platform"].reason

@@ -1,0 +1,113 @@
+"""compat.yaml is validated at load: a bad row fails here, not on a user's server."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+import yaml
+
+from gpuwizard.recommend.table import CompatTableError, parse_table
+
+
+def shipped_text() -> str:
+    return resources.files("gpuwizard.recommend").joinpath("compat.yaml").read_text("utf-8")
+
+
+def edited(change) -> str:
+    data = yaml.safe_load(shipped_text())
+    change(data)
+    return yaml.safe_dump(data)
+
+
+def test_the_shipped_table_is_valid_and_dated(table):
+    assert table.reviewed == "2026-12-02"
+    assert table.torch("2.14.1") is not None
+
+
+def test_every_row_cites_a_known_source(table):
+    rows = [
+        *table.drivers,
+        *table.torch_releases,
+        *table.wheel_builds,
+        *table.operating_systems,
+        *table.cuda_releases,
+    ]
+    assert all(row.sources and set(row.sources) <= set(table.sources) for row in rows)
+
+
+def test_unconfirmed_facts_are_marked(table):
+    release = table.torch("2.15.0")
+    assert release is not None and not release.confirmed and release.torchvision is None
+
+
+def _first(key):
+    def change(data):
+        return data[key][0]
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param(
+            lambda d: d["torch_releases"][0].update(sources=[]), "cites no source", id="no source"
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(sources=["S99"]),
+            "unknown source 'S99'",
+            id="unknown source",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(version=2.141),
+            "expected a string, got the number 2.141 (quote it",
+            id="float version",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(default="cu999"),
+            "default is not one of its variants",
+            id="bad default",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(variants=["cu126", "cu130", "cu132", "cu121"]),
+            "no wheel_builds row for cu121",
+            id="variant without builds",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(torchvision=None),
+            "needs its torchvision pair",
+            id="confirmed without torchvision",
+        ),
+        pytest.param(
+            lambda d: d["operating_systems"][0].update(driver_branches=["999"]),
+            "unknown driver branch 999",
+            id="unknown branch",
+        ),
+        pytest.param(
+            lambda d: d["drivers"][0].update(designation="BETA"),
+            "designation",
+            id="bad designation",
+        ),
+        pytest.param(
+            lambda d: d.update(reviewed="yesterday"), "reviewed: not a date", id="undated"
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"].append(dict(d["torch_releases"][1])),
+            "duplicate version",
+            id="duplicate release",
+        ),
+        pytest.param(
+            lambda d: d["drivers"][1].update(surprise=True), "unknown field", id="unknown field"
+        ),
+    ],
+)
+def test_a_bad_row_is_refused_with_its_location(change, message):
+    with pytest.raises(CompatTableError) as error:
+        parse_table(edited(change))
+    assert message in str(error.value)
+
+
+def test_broken_yaml_is_refused():
+    with pytest.raises(CompatTableError, match="not valid YAML"):
+        parse_table("schema: [1\n")

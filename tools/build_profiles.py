@@ -1,0 +1,599 @@
+"""Write the built-in recorded hosts (wizard/sim/recorded-hosts/*) from the specs below.
+
+Each profile is a recorded-host directory in the format ``gpuwizard capture-host`` writes, so
+tests, ``--simulate`` and real captures share one reader. These nine were assembled by hand from
+real formats: os-release files as the distributions ship them, sysfs attribute files as the
+kernel prints them ("0x10de\\n", "16.0 GT/s PCIe\\n"), dpkg-query / rpm / mokutil / cloud-init /
+df output as those tools print it, and NVML values as nvidia-smi reports them on those GPUs and
+drivers. A real capture of one of these machines should replace its spec.
+
+Usage: python tools/build_profiles.py [--only NAME]   (rewrites the directories; review the diff)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuwizard.codec import to_jsonable
+from gpuwizard.detect.installs import DPKG_QUERY, PACKAGE_PATTERNS, RPM_QUERY
+from gpuwizard.detect.recording import command_key
+from gpuwizard.detect.system import FREE_SPACE_PATHS
+from gpuwizard.facts import NvmlGpu, NvmlOk, NvmlUnavailable
+
+PROFILES = Path(__file__).resolve().parent.parent / "wizard" / "sim" / "recorded-hosts"
+
+OS_RELEASE = {
+    "ubuntu20.04": """NAME="Ubuntu"
+VERSION="20.04.6 LTS (Focal Fossa)"
+ID=ubuntu
+ID_LIKE=debian
+PRETTY_NAME="Ubuntu 20.04.6 LTS"
+VERSION_ID="20.04"
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+VERSION_CODENAME=focal
+UBUNTU_CODENAME=focal
+""",
+    "ubuntu22.04": """PRETTY_NAME="Ubuntu 22.04.5 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.5 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=jammy
+""",
+    "ubuntu24.04": """PRETTY_NAME="Ubuntu 24.04.3 LTS"
+NAME="Ubuntu"
+VERSION_ID="24.04"
+VERSION="24.04.3 LTS (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=noble
+LOGO=ubuntu-logo
+""",
+    "debian12": """PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+VERSION_CODENAME=bookworm
+ID=debian
+HOME_URL="https://www.debian.org/"
+SUPPORT_URL="https://www.debian.org/support"
+BUG_REPORT_URL="https://bugs.debian.org/"
+""",
+    "rocky9": """NAME="Rocky Linux"
+VERSION="9.6 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.6"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.6 (Blue Onyx)"
+ANSI_COLOR="0;32"
+LOGO="fedora-logo-icon"
+CPE_NAME="cpe:/o:rocky:rocky:9::baseos"
+HOME_URL="https://rockylinux.org/"
+VENDOR_NAME="RESF"
+VENDOR_URL="https://resf.org/"
+BUG_REPORT_URL="https://bugs.rockylinux.org/"
+SUPPORT_END="2032-05-31"
+ROCKY_SUPPORT_PRODUCT="Rocky-Linux-9"
+ROCKY_SUPPORT_PRODUCT_VERSION="9.6"
+REDHAT_SUPPORT_PRODUCT="Rocky Linux"
+REDHAT_SUPPORT_PRODUCT_VERSION="9.6"
+""",
+}
+
+# `systemd-detect-virt` exits 1 and prints "none" where there is nothing to detect.
+NONE = (1, "none\n")
+MOKUTIL_NO_EFI = (255, "", "EFI variables are not supported on this system\n")
+SPEED = {"gen3": "8.0 GT/s PCIe", "gen4": "16.0 GT/s PCIe", "gen5": "32.0 GT/s PCIe"}
+
+# The hexadecimal module load addresses in /proc/modules are zeroed for unprivileged readers.
+_MODULE_LINES = {
+    "nouveau": "nouveau 2793472 0 - Live 0x0000000000000000",
+    "nvidia": "nvidia 54546432 8 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000 (POE)",
+    "nvidia_uvm": "nvidia_uvm 4923392 0 - Live 0x0000000000000000 (POE)",
+    "nvidia_modeset": "nvidia_modeset 1552384 0 - Live 0x0000000000000000 (POE)",
+    "nvidia_drm": "nvidia_drm 122880 0 - Live 0x0000000000000000 (POE)",
+    "ib_core": "ib_core 491520 8 rdma_cm,ib_uverbs,mlx5_ib, Live 0x0000000000000000",
+    "mlx5_core": "mlx5_core 2502656 1 mlx5_ib, Live 0x0000000000000000",
+}
+_BASE_MODULES = (
+    "tls 155648 0 - Live 0x0000000000000000\n"
+    "nft_chain_nat 12288 1 - Live 0x0000000000000000\n"
+    "xt_conntrack 12288 1 - Live 0x0000000000000000\n"
+    "drm_kms_helper 270336 1 - Live 0x0000000000000000\n"
+    "drm 774144 3 drm_kms_helper, Live 0x0000000000000000\n"
+)
+
+
+@dataclass(frozen=True)
+class Pci:
+    address: str
+    vendor: str
+    device: str
+    class_code: str
+    subsystem: tuple[str, str] = ("0000", "0000")
+    driver: str | None = None
+    numa: int = -1
+    link: tuple[str, str, int, int] | None = None
+    """(current speed, max speed, current width, max width)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    notes: str
+    os: str
+    kernel: str
+    arch: str = "x86_64"
+    kernels: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    pci: tuple[Pci, ...] = ()
+    modules: tuple[str, ...] = ()
+    cpu: tuple[str, int] = ("Intel(R) Xeon(R) Platinum 8480+", 112)
+    memory_kib: int = 2_113_470_464
+    disks: tuple[tuple[str, int, bool], ...] = (("nvme0n1", 3_840_000_000_000, False),)
+    nics: tuple[tuple[str, str, int | None, bool], ...] = (("eth0", "1", 100000, True),)
+    """(name, ARPHRD type, speed Mb/s, physical)."""
+    free_bytes: int = 800_000_000_000
+    secure_boot: tuple[int, str] | tuple[int, str, str] = (0, "SecureBoot disabled\n")
+    virt: tuple[tuple[int, str], tuple[int, str]] = (NONE, NONE)
+    """(--vm answer, --container answer)."""
+    cloud_init: tuple[int, str] = (0, "status: done\n")
+    packages: tuple[tuple[str, str], ...] = ()
+    nvml: NvmlOk | NvmlUnavailable | None = None
+    python: tuple[str, ...] = ("3.10",)
+    files: dict[str, str] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    boot_id: str = "6f0c6c2e-3c51-4a0a-9d0e-2b7a1f9e4c11"
+    machine_id: str = "3d1f0a8c2b7e4f19a6c5d2e8b1f04a7c"
+
+
+def gpu_pci(
+    addresses: list[str],
+    device: str,
+    subsystem: str,
+    driver: str | None,
+    link: tuple[str, str, int, int],
+    numa: tuple[int, ...] = (0,),
+) -> tuple[Pci, ...]:
+    return tuple(
+        Pci(
+            a,
+            "10de",
+            device,
+            "030200",
+            ("10de", subsystem),
+            driver,
+            numa[i * len(numa) // len(addresses)],
+            link,
+        )
+        for i, a in enumerate(addresses)
+    )
+
+
+def dpkg_lines(packages: tuple[tuple[str, str], ...]) -> str:
+    return "".join(f"{name}\t{version}\tii \n" for name, version in packages)
+
+
+def write_file(root: Path, absolute: str, content: str | bytes) -> None:
+    target = root / absolute.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content, encoding="utf-8")
+
+
+def sysfs_pci(root: Path, links: dict[str, str], device: Pci) -> None:
+    base = f"/sys/bus/pci/devices/{device.address}"
+    write_file(root, f"{base}/vendor", f"0x{device.vendor}\n")
+    write_file(root, f"{base}/device", f"0x{device.device}\n")
+    write_file(root, f"{base}/class", f"0x{device.class_code}\n")
+    write_file(root, f"{base}/subsystem_vendor", f"0x{device.subsystem[0]}\n")
+    write_file(root, f"{base}/subsystem_device", f"0x{device.subsystem[1]}\n")
+    write_file(root, f"{base}/numa_node", f"{device.numa}\n")
+    if device.link:
+        current, maximum, width, max_width = device.link
+        write_file(root, f"{base}/current_link_speed", f"{current}\n")
+        write_file(root, f"{base}/max_link_speed", f"{maximum}\n")
+        write_file(root, f"{base}/current_link_width", f"{width}\n")
+        write_file(root, f"{base}/max_link_width", f"{max_width}\n")
+    if device.driver:
+        links[f"{base}/driver"] = f"../../../bus/pci/drivers/{device.driver}"
+
+
+def df_output(profile: Profile) -> str:
+    lines = ["Filesystem         1-blocks         Used    Available Capacity Mounted on"]
+    for path in FREE_SPACE_PATHS:
+        lines.append(f"/dev/root    1967317549056 164000000000 {profile.free_bytes:>12} 9% {path}")
+    return "\n".join(lines) + "\n"
+
+
+def commands(profile: Profile) -> dict[str, dict[str, object]]:
+    family = "rhel" if profile.os.startswith("rocky") else "debian"
+    out: dict[str, tuple[int, str] | tuple[int, str, str]] = {
+        command_key(["uname", "-m"]): (0, f"{profile.arch}\n"),
+        command_key(["mokutil", "--sb-state"]): profile.secure_boot,
+        command_key(["systemd-detect-virt", "--vm"]): profile.virt[0],
+        command_key(["systemd-detect-virt", "--container"]): profile.virt[1],
+        command_key(["cloud-init", "status"]): profile.cloud_init,
+        command_key(["df", "-P", "-B1", *FREE_SPACE_PATHS]): (0, df_output(profile)),
+    }
+    if family == "debian":
+        out[command_key(["dpkg", "--audit"])] = (0, "")
+        listing = dpkg_lines(profile.packages)
+        out[command_key([*DPKG_QUERY, *PACKAGE_PATTERNS])] = (1 if not listing else 0, listing)
+    else:
+        listing = "".join(f"{n}\t{v}\tii \n" for n, v in profile.packages)
+        out[command_key([*RPM_QUERY, *PACKAGE_PATTERNS])] = (0, listing)
+    return {
+        key: {"returncode": v[0], "stdout": v[1], "stderr": v[2] if len(v) > 2 else ""}
+        for key, v in sorted(out.items())
+    }
+
+
+def write_proc(root: Path, profile: Profile) -> None:
+    write_file(root, "/etc/os-release", OS_RELEASE[profile.os])
+    write_file(root, "/etc/machine-id", profile.machine_id + "\n")
+    write_file(root, "/proc/sys/kernel/osrelease", profile.kernel + "\n")
+    write_file(root, "/proc/sys/kernel/random/boot_id", profile.boot_id + "\n")
+    modules = _BASE_MODULES + "".join(_MODULE_LINES[m] + "\n" for m in profile.modules)
+    write_file(root, "/proc/modules", modules)
+    cpu_model, cpu_count = profile.cpu
+    cpuinfo = "".join(
+        f"processor\t: {i}\nvendor_id\t: GenuineIntel\nmodel name\t: {cpu_model}\n\n"
+        for i in range(cpu_count)
+    )
+    write_file(root, "/proc/cpuinfo", cpuinfo)
+    free = profile.memory_kib - 9_000_000
+    meminfo = f"MemTotal:       {profile.memory_kib} kB\nMemFree:        {free} kB\n"
+    write_file(root, "/proc/meminfo", meminfo)
+
+
+def write_sys(root: Path, profile: Profile, links: dict[str, str]) -> None:
+    for device in profile.pci:
+        sysfs_pci(root, links, device)
+    for name, size, rotational in profile.disks:
+        write_file(root, f"/sys/block/{name}/size", f"{size // 512}\n")
+        write_file(root, f"/sys/block/{name}/queue/rotational", "1\n" if rotational else "0\n")
+    for name, arphrd, speed, physical in profile.nics:
+        write_file(root, f"/sys/class/net/{name}/type", f"{arphrd}\n")
+        write_file(root, f"/sys/class/net/{name}/speed", f"{speed if speed else -1}\n")
+        if physical:
+            links[f"/sys/class/net/{name}/device"] = "../../../0000:00:03.0"
+    write_file(root, "/sys/class/net/lo/type", "772\n")
+
+
+def build(profile: Profile, destination: Path) -> None:
+    if destination.exists():
+        shutil.rmtree(destination)
+    root = destination / "root"
+    links = dict(profile.links)
+    write_proc(root, profile)
+    write_sys(root, profile, links)
+    empty_dirs = [f"/lib/modules/{kernel}" for kernel in profile.kernels or (profile.kernel,)]
+    empty_dirs += [p for p in FREE_SPACE_PATHS if p != "/"]
+    for kernel in profile.headers:
+        links[f"/lib/modules/{kernel}/build"] = f"/usr/src/linux-headers-{kernel}"
+    for version in profile.python:
+        write_file(root, f"/usr/bin/python{version}", "")
+    if profile.python:
+        links["/usr/bin/python3"] = f"python{profile.python[0]}"
+    for path, content in profile.files.items():
+        write_file(root, path, content)
+    _json(destination / "links.json", dict(sorted(links.items())))
+    _json(destination / "empty_dirs.json", sorted(set(empty_dirs)))
+    _json(destination / "commands.json", commands(profile))
+    if profile.nvml is not None:
+        _json(destination / "nvml.json", to_jsonable(profile.nvml))
+    meta = {"description": profile.description, "notes": profile.notes}
+    _json(destination / "profile.json", meta)
+
+
+def _json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def nvml_gpus(
+    addresses: list[str],
+    name: str,
+    memory_mib: int,
+    gen: tuple[int, int],
+    width: tuple[int, int],
+    persistence: bool,
+) -> tuple[NvmlGpu, ...]:
+    return tuple(
+        NvmlGpu(i, a, name, memory_mib, gen[0], gen[1], width[0], width[1], persistence)
+        for i, a in enumerate(addresses)
+    )
+
+
+# ------------------------------------------------------------------------------------------ specs
+A100_ADDR = ["0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0"]
+H100_ADDR = [f"0000:{b}:00.0" for b in ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")]
+V100_ADDR = ["0000:00:04.0", "0000:00:05.0", "0000:00:06.0", "0000:00:07.0"]
+L40S_ADDR = ["0000:17:00.0", "0000:31:00.0", "0000:b1:00.0", "0000:ca:00.0"]
+H200_ADDR = ["0000:41:00.0", "0000:c1:00.0"]
+ASPEED = Pci("0000:03:00.0", "1a03", "2000", "030000", ("15d9", "1c48"), "ast", 0)
+
+UBUNTU_2004_DEV = (("linux-headers-generic", "5.4.0.216.208"),)
+NOUVEAU = "nouveau"
+
+SPECS: tuple[Profile, ...] = (
+    Profile(
+        name="a100x4-ubuntu2004-fresh",
+        description="4x A100 SXM4 40GB, Ubuntu 20.04, fresh: no driver, nouveau loaded",
+        notes="A 2021-era cloud image as in the guide: nouveau bound, headers for the running "
+        "kernel missing, Python 3.8, a kernel update waiting for a reboot.",
+        os="ubuntu20.04",
+        kernel="5.4.0-216-generic",
+        kernels=("5.4.0-216-generic", "5.4.0-218-generic"),
+        headers=("5.4.0-218-generic",),
+        pci=gpu_pci(
+            A100_ADDR, "20b0", "134f", NOUVEAU, (SPEED["gen4"], SPEED["gen4"], 16, 16), (0, 0, 1, 1)
+        ),
+        modules=("nouveau",),
+        cpu=("AMD EPYC 7742 64-Core Processor", 128),
+        memory_kib=528_209_920,
+        disks=(("nvme0n1", 1_920_383_410_176, False), ("nvme1n1", 1_920_383_410_176, False)),
+        nics=(("ens3", "1", 25000, True),),
+        virt=((0, "kvm\n"), NONE),
+        packages=(*UBUNTU_2004_DEV, ("linux-headers-5.4.0-218-generic", "5.4.0-218.238")),
+        python=("3.8",),
+        files={
+            "/run/reboot-required": "*** System restart required ***\n",
+            "/run/reboot-required.pkgs": "linux-image-5.4.0-218-generic\nlinux-base\n",
+        },
+    ),
+    Profile(
+        name="h100x8-ubuntu2204-fresh",
+        description="8x H100 SXM5 80GB HGX with NVSwitch and 8x ConnectX-7, Ubuntu 22.04, fresh",
+        notes="Bare-metal HGX H100 as delivered: four NVSwitches, InfiniBand NDR, no driver; "
+        "nouveau is loaded but cannot drive Hopper, so no device is bound to it.",
+        os="ubuntu22.04",
+        kernel="5.15.0-126-generic",
+        headers=("5.15.0-126-generic",),
+        pci=gpu_pci(
+            H100_ADDR,
+            "2330",
+            "16c1",
+            None,
+            (SPEED["gen5"], SPEED["gen5"], 16, 16),
+            (0, 0, 0, 0, 1, 1, 1, 1),
+        )
+        + tuple(
+            Pci(f"0000:0{i}:00.0", "10de", "22a3", "068000", ("10de", "1796"), None, 0)
+            for i in (5, 6, 7, 8)
+        )
+        + tuple(
+            Pci(
+                f"0000:{b}:00.0",
+                "15b3",
+                "1021",
+                "020700",
+                ("15b3", "0041"),
+                "mlx5_core",
+                i // 4,
+                (SPEED["gen5"], SPEED["gen5"], 16, 16),
+            )
+            for i, b in enumerate(("1a", "3c", "4d", "5e", "9c", "bc", "cc", "dc"))
+        ),
+        modules=("nouveau", "ib_core", "mlx5_core"),
+        memory_kib=2_113_470_464,
+        disks=(
+            ("nvme0n1", 3_840_755_982_336, False),
+            ("nvme1n1", 3_840_755_982_336, False),
+            ("nvme2n1", 7_681_501_126_656, False),
+        ),
+        nics=(
+            ("eno1", "1", 25000, True),
+            ("ibp26s0", "32", 400000, True),
+            ("ibp60s0", "32", 400000, True),
+            ("docker0", "1", None, False),
+        ),
+        packages=(
+            ("linux-headers-5.15.0-126-generic", "5.15.0-126.136"),
+            ("linux-headers-generic", "5.15.0.126.125"),
+        ),
+        python=("3.10",),
+    ),
+    Profile(
+        name="h200-ubuntu2404-driver570",
+        description="2x H200 NVL, Ubuntu 24.04, driver 570.133.20 (open) already installed",
+        notes="A workstation-class server someone set up earlier with Ubuntu's 570-server-open "
+        "packages; persistence mode is off.",
+        os="ubuntu24.04",
+        kernel="6.8.0-60-generic",
+        headers=("6.8.0-60-generic",),
+        pci=gpu_pci(
+            H200_ADDR, "233b", "1996", "nvidia", (SPEED["gen5"], SPEED["gen5"], 16, 16), (0, 1)
+        ),
+        modules=("nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"),
+        cpu=("AMD EPYC 9454 48-Core Processor", 96),
+        memory_kib=792_466_432,
+        nics=(("eno1np0", "1", 100000, True),),
+        packages=(
+            ("linux-headers-6.8.0-60-generic", "6.8.0-60.63"),
+            ("nvidia-driver-570-server-open", "570.133.20-0ubuntu0.24.04.1"),
+            ("nvidia-dkms-570-server-open", "570.133.20-0ubuntu0.24.04.1"),
+            ("nvidia-utils-570-server", "570.133.20-0ubuntu0.24.04.1"),
+            ("libnvidia-compute-570-server", "570.133.20-0ubuntu0.24.04.1"),
+            ("dkms", "3.0.11-1ubuntu13"),
+        ),
+        nvml=NvmlOk(
+            "570.133.20",
+            "12.8",
+            nvml_gpus(H200_ADDR, "NVIDIA H200 NVL", 143771, (5, 5), (16, 16), False),
+        ),
+        python=("3.12",),
+        files={"/usr/bin/nvidia-smi": "", "/sys/module/nvidia/version": "570.133.20\n"},
+    ),
+    Profile(
+        name="v100x4-ubuntu2204-driver535",
+        description="4x V100 SXM2 16GB, Ubuntu 22.04, driver 535.247.01 installed",
+        notes="A cloud V100 instance with the 535-server driver from Ubuntu's archive. Volta "
+        "needs the proprietary modules and cu126 wheels; R580 is its last branch.",
+        os="ubuntu22.04",
+        kernel="6.8.0-1029-aws",
+        headers=("6.8.0-1029-aws",),
+        pci=gpu_pci(V100_ADDR, "1db1", "1212", "nvidia", (SPEED["gen3"], SPEED["gen3"], 16, 16)),
+        modules=("nvidia", "nvidia_modeset", "nvidia_uvm"),
+        cpu=("Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz", 32),
+        memory_kib=251_658_240,
+        disks=(("nvme0n1", 214_748_364_800, False),),
+        nics=(("ens3", "1", 10000, True),),
+        virt=((0, "amazon\n"), NONE),
+        packages=(
+            ("linux-headers-6.8.0-1029-aws", "6.8.0-1029.31~22.04.1"),
+            ("nvidia-driver-535-server", "535.247.01-0ubuntu0.22.04.1"),
+            ("nvidia-dkms-535-server", "535.247.01-0ubuntu0.22.04.1"),
+            ("nvidia-utils-535-server", "535.247.01-0ubuntu0.22.04.1"),
+            ("dkms", "2.8.7-2ubuntu2.2"),
+        ),
+        nvml=NvmlOk(
+            "535.247.01",
+            "12.2",
+            nvml_gpus(V100_ADDR, "Tesla V100-SXM2-16GB", 16384, (3, 3), (16, 16), True),
+        ),
+        python=("3.10",),
+        files={"/usr/bin/nvidia-smi": "", "/sys/module/nvidia/version": "535.247.01\n"},
+        free_bytes=120_000_000_000,
+    ),
+    Profile(
+        name="t4-debian12-fresh",
+        description="1x T4, Debian 12 cloud image, fresh: no driver, no kernel headers",
+        notes="A small GCE-style VM: nouveau drives the T4, the cloud kernel's headers are not "
+        "installed, the boot disk is small.",
+        os="debian12",
+        kernel="6.1.0-37-cloud-amd64",
+        pci=gpu_pci(
+            ["0000:00:04.0"], "1eb8", "12a2", NOUVEAU, (SPEED["gen3"], SPEED["gen3"], 16, 16)
+        ),
+        modules=("nouveau",),
+        cpu=("Intel(R) Xeon(R) CPU @ 2.20GHz", 8),
+        memory_kib=30_817_020,
+        disks=(("sda", 107_374_182_400, False),),
+        nics=(("ens4", "1", None, True),),
+        virt=((0, "google\n"), NONE),
+        secure_boot=MOKUTIL_NO_EFI,
+        free_bytes=92_000_000_000,
+        python=("3.11",),
+    ),
+    Profile(
+        name="l40sx4-rocky9-fresh",
+        description="4x L40S, Rocky Linux 9.6, fresh: no driver, nouveau loaded",
+        notes="A 2U inference server with Rocky 9; kernel-devel for the running kernel is "
+        "installed; Python 3.9 is the system interpreter.",
+        os="rocky9",
+        kernel="5.14.0-570.17.1.el9_6.x86_64",
+        headers=("5.14.0-570.17.1.el9_6.x86_64",),
+        pci=gpu_pci(
+            L40S_ADDR, "26b9", "1851", NOUVEAU, (SPEED["gen4"], SPEED["gen4"], 16, 16), (0, 0, 1, 1)
+        ),
+        modules=("nouveau",),
+        cpu=("Intel(R) Xeon(R) Gold 6448Y", 128),
+        memory_kib=527_941_632,
+        disks=(("nvme0n1", 1_920_383_410_176, False), ("sda", 8_001_563_222_016, True)),
+        nics=(("eno1", "1", 25000, True),),
+        packages=(
+            ("kernel-devel", "5.14.0-570.17.1.el9_6"),
+            ("kernel-headers", "5.14.0-570.17.1.el9_6"),
+        ),
+        python=("3.9",),
+    ),
+    Profile(
+        name="rtx5090-ubuntu2404-secureboot",
+        description="1x GeForce RTX 5090, Ubuntu 24.04 workstation, Secure Boot on, fresh",
+        notes="A Blackwell desktop: open modules are required, Secure Boot is enabled so DKMS "
+        "modules need MOK enrollment at the console; a spinning data disk and 1 GbE.",
+        os="ubuntu24.04",
+        kernel="6.14.0-29-generic",
+        headers=("6.14.0-29-generic",),
+        pci=(
+            *gpu_pci(
+                ["0000:01:00.0"], "2b85", "205f", None, (SPEED["gen5"], SPEED["gen5"], 16, 16)
+            ),
+            Pci("0000:01:00.1", "10de", "22e8", "040300", ("10de", "205f"), "snd_hda_intel", -1),
+        ),
+        modules=("nouveau",),
+        cpu=("AMD Ryzen 9 9950X 16-Core Processor", 32),
+        memory_kib=65_536_000,
+        disks=(("nvme0n1", 2_000_398_934_016, False), ("sda", 4_000_787_030_016, True)),
+        nics=(("enp5s0", "1", 1000, True),),
+        secure_boot=(0, "SecureBoot enabled\n"),
+        cloud_init=(127, ""),
+        packages=(("linux-headers-6.14.0-29-generic", "6.14.0-29.29~24.04.1"),),
+        python=("3.12",),
+    ),
+    Profile(
+        name="nogpu-ubuntu2204",
+        description="A server with no NVIDIA GPU (ASPEED BMC graphics only), Ubuntu 22.04",
+        notes="What a CPU-only node looks like: the only display device is the BMC's.",
+        os="ubuntu22.04",
+        kernel="5.15.0-126-generic",
+        headers=("5.15.0-126-generic",),
+        pci=(ASPEED,),
+        cpu=("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", 64),
+        memory_kib=263_921_664,
+        python=("3.10",),
+    ),
+    Profile(
+        name="wsl2-ubuntu2204-rtx4090",
+        description="WSL2 Ubuntu 22.04 on a Windows PC with a GeForce RTX 4090",
+        notes="The GPU is reached through /dev/dxg and the Windows driver (576.88, CUDA 12.9): "
+        "no NVIDIA PCI device in sysfs, NVML from /usr/lib/wsl/lib. The driver must not be "
+        "installed inside WSL.",
+        os="ubuntu22.04",
+        kernel="6.6.87.2-microsoft-standard-WSL2",
+        cpu=("13th Gen Intel(R) Core(TM) i9-13900K", 32),
+        memory_kib=32_827_064,
+        disks=(("sda", 402_653_184_000, False), ("sdb", 1_099_511_627_776, False)),
+        nics=(("eth0", "1", 10000, False),),
+        virt=((0, "microsoft\n"), (0, "wsl\n")),
+        secure_boot=MOKUTIL_NO_EFI,
+        cloud_init=(127, ""),
+        nvml=NvmlOk(
+            "576.88",
+            "12.9",
+            nvml_gpus(["0000:01:00.0"], "NVIDIA GeForce RTX 4090", 24564, (4, 4), (16, 16), True),
+        ),
+        python=("3.10",),
+        files={"/usr/lib/wsl/lib/libnvidia-ml.so.1": "", "/usr/lib/wsl/lib/nvidia-smi": ""},
+    ),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="build just this profile")
+    args = parser.parse_args(argv)
+    for profile in SPECS:
+        if args.only and profile.name != args.only:
+            continue
+        build(profile, PROFILES / profile.name)
+        print(f"wrote {PROFILES / profile.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

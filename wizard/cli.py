@@ -1,0 +1,297 @@
+"""The ``gpuwizard`` command: parse arguments, build the Host, run one subcommand.
+
+Every bad input ends in one line on stderr and exit 2, never a traceback. Heavy imports (the
+TUI, pynvml) happen inside the subcommand that needs them, so ``gpuwizard detect --json`` stays
+fast and never loads Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from gpuwizard import __version__
+from gpuwizard.codec import CodecError, to_jsonable
+from gpuwizard.detect import detect_host, local_host
+from gpuwizard.facts import HostFacts
+from gpuwizard.recommend.sizing import assess
+from gpuwizard.recommend.table import CompatTable, load_table
+from gpuwizard.report import host_lines
+
+if TYPE_CHECKING:
+    from gpuwizard.host import Host
+    from gpuwizard.recommend.target import Target
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_UNSUPPORTED = 3
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but errors are one line that names the fix, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpuwizard", description="Set up a fresh Linux GPU server for PyTorch."
+    )
+    parser.add_argument("--version", action="version", version=f"gpuwizard {__version__}")
+    parser.add_argument(
+        "--simulate",
+        metavar="PROFILE",
+        help="use a built-in simulated host (see `gpuwizard profiles`)",
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+
+    detect = sub.add_parser("detect", help="show what this host has: GPUs, OS, driver, sizing")
+    detect.add_argument("--json", action="store_true", help="print HostFacts and findings as JSON")
+    detect.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    recommend = sub.add_parser(
+        "recommend", help="recommend driver, CUDA build and PyTorch, with reasons"
+    )
+    source = recommend.add_argument_group("host (default: this machine)")
+    source.add_argument(
+        "--facts", type=Path, metavar="FILE", help="facts JSON from `gpuwizard detect --json`"
+    )
+    source.add_argument(
+        "--gpu", action="append", metavar="PCI_ID_OR_NAME", help="a GPU, repeat for several"
+    )
+    source.add_argument("--os", metavar="ID:VERSION", help="e.g. ubuntu:22.04, debian:12, rocky:9")
+    source.add_argument("--arch", choices=("x86_64", "aarch64"), default="x86_64")
+    source.add_argument("--driver", metavar="VERSION", help="the driver already installed")
+    source.add_argument("--driver-flavor", choices=("open", "proprietary"))
+    source.add_argument("--python", metavar="X.Y", help="the system python3 version")
+    recommend.add_argument(
+        "--torch", metavar="VERSION", help="a release (2.14.1), a series (2.5) or latest"
+    )
+    recommend.add_argument("--variant", metavar="cuXYZ", help="a CUDA build, e.g. cu126")
+    recommend.add_argument(
+        "--keep-driver", action="store_true", help="never change the installed driver"
+    )
+    recommend.add_argument(
+        "--needs-nvcc", action="store_true", help="also install the matching CUDA toolkit"
+    )
+    recommend.add_argument(
+        "--online",
+        action="store_true",
+        help="ask the package index (through pip) for newer releases",
+    )
+    recommend.add_argument("--json", action="store_true", help="print one JSON object")
+    recommend.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    sub.add_parser("profiles", help="list the built-in simulated hosts")
+
+    capture = sub.add_parser("capture-host", help="record what detection reads, as a test fixture")
+    capture.add_argument("directory", type=Path)
+    capture.add_argument("--description", default="", help="one line saying what machine this is")
+    return parser
+
+
+def host_for(args: argparse.Namespace) -> Host:
+    """The simulated profile when one is named, else the real machine."""
+    if args.simulate:
+        from gpuwizard.sim.profiles import UnknownProfile, profile_host
+
+        try:
+            return profile_host(args.simulate)
+        except UnknownProfile as error:
+            raise UsageError(f"--simulate: {error}") from None
+    return local_host()
+
+
+def detect_facts(args: argparse.Namespace) -> HostFacts:
+    return detect_host(host_for(args))
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    facts = detect_facts(args)
+    findings = assess(facts, load_table())
+    if args.json:
+        envelope = {
+            "schema": facts.schema,
+            "facts": to_jsonable(facts),
+            "findings": to_jsonable(findings),
+        }
+        print(json.dumps(envelope, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(host_lines(facts, findings)))
+    return EXIT_OK
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    # The solver is loaded only here: `detect --json` stays fast without it.
+    from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.result import Choices, Refusal, to_json_contract
+    from gpuwizard.recommend.target import BadInput
+    from gpuwizard.report import recommendation_lines
+
+    table = load_table()
+    try:
+        target = recommend_target(args, table)
+        choices = Choices(
+            torch=args.torch,
+            variant=check_variant(args.variant),
+            keep_driver=args.keep_driver,
+            needs_nvcc=args.needs_nvcc,
+        )
+        if choices.keep_driver and target.driver is None:
+            raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
+        result = recommend(table, target, choices)
+    except BadInput as error:
+        raise UsageError(str(error)) from None
+    online = online_report(table) if args.online else None
+    if args.json:
+        contract = to_json_contract(result)
+        if online is not None:
+            contract["online"] = online
+        print(json.dumps(contract, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(recommendation_lines(result)))
+        if online is not None:
+            print("\nOnline: " + str(online["summary"]))
+    return EXIT_UNSUPPORTED if isinstance(result, Refusal) else EXIT_OK
+
+
+def check_variant(variant: str | None) -> str | None:
+    if variant is not None and not re.fullmatch(r"cu\d{3}", variant):
+        raise UsageError(f"--variant {variant!r}: expected a CUDA build name like cu126 or cu130")
+    return variant
+
+
+def recommend_target(args: argparse.Namespace, table: CompatTable) -> Target:
+    from gpuwizard.recommend.target import target_from_facts, target_from_spec
+
+    described = args.gpu or args.os or args.driver or args.driver_flavor or args.python
+    if args.facts and described:
+        raise UsageError("--facts describes the whole host; drop --gpu/--os/--driver/--python")
+    if args.facts:
+        return target_from_facts(read_facts(args.facts), table)
+    if described:
+        if not args.gpu or not args.os:
+            raise UsageError(
+                "describe a host with both --gpu and --os (e.g. --gpu H100 --os ubuntu:22.04)"
+            )
+        return target_from_spec(
+            table, args.gpu, args.os, args.arch, args.driver, args.driver_flavor, args.python
+        )
+    return target_from_facts(detect_facts(args), table)
+
+
+def read_facts(path: Path) -> HostFacts:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--facts {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--facts {path}: not a UTF-8 text file") from None
+    try:
+        return HostFacts.from_json(text)
+    except CodecError as error:
+        raise UsageError(f"--facts {path}: {error}") from None
+
+
+def online_report(table: CompatTable) -> dict[str, object]:
+    from gpuwizard.detect.online import query_index
+    from gpuwizard.host import SubprocessRunner
+    from gpuwizard.version import Version
+
+    answer = query_index(SubprocessRunner())
+    newest = max(Version.parse(r.version) for r in table.torch_releases)
+    newer = [v for v in answer.versions if Version.parse(v) > newest]
+    if answer.error:
+        summary = f"could not ask the package index: {answer.error}"
+    elif newer:
+        summary = (
+            f"the index offers torch {', '.join(newer)}, newer than gpuwizard's table "
+            f"({table.reviewed}); not recommended until its builds are confirmed"
+        )
+    else:
+        summary = (
+            f"the index offers nothing newer than torch {newest} (table reviewed {table.reviewed})"
+        )
+    return {
+        "index_versions": list(answer.versions[:10]),
+        "newer_than_table": newer,
+        "error": answer.error,
+        "summary": summary,
+    }
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    del args
+    from gpuwizard.sim.profiles import list_profiles
+
+    profiles = list_profiles()
+    width = max(len(p.name) for p in profiles)
+    for profile in profiles:
+        print(f"{profile.name:<{width}}  {profile.description}")
+    return EXIT_OK
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from gpuwizard.detect.capture import capture_host
+
+    directory: Path = args.directory
+    if directory.exists() and any(directory.iterdir()):
+        raise UsageError(f"capture-host: {directory} is not empty; give a new directory")
+    facts = capture_host(host_for(args), directory, args.description)
+    where = facts.os.pretty_name if facts.os else "an unknown OS"
+    print(f"recorded {len(facts.hardware.gpus)} GPU(s) on {where} into {directory}")
+    return EXIT_OK
+
+
+def cmd_default(args: argparse.Namespace) -> int:
+    """No subcommand: the host at a glance and the recommendation (the TUI takes over later)."""
+    if not args.simulate and not detect_host(local_host()).hardware.gpus:
+        from gpuwizard.sim.profiles import DEFAULT_PROFILE
+
+        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).\n")
+        args.simulate = DEFAULT_PROFILE
+    args.json = False
+    cmd_detect(args)
+    print()
+    args.facts = args.gpu = args.os = args.driver = args.driver_flavor = args.python = None
+    args.torch = args.variant = None
+    args.keep_driver = args.needs_nvcc = args.online = False
+    args.arch = "x86_64"
+    return cmd_recommend(args)
+
+
+COMMANDS = {
+    "detect": cmd_detect,
+    "recommend": cmd_recommend,
+    "profiles": cmd_profiles,
+    "capture-host": cmd_capture,
+    None: cmd_default,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as error:
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("gpuwizard: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""What is already installed: GPU-stack packages, CUDA toolkits, runfile traces, conda, Python.
+
+A server that "has nothing installed" often has something: a runfile driver from the image, a
+/usr/local/cuda-11.6 from an old guide, a conda ``cudatoolkit``. Each of these conflicts with a
+packaged install in its own way, so each is a fact.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuwizard.facts import Installs, Interpreter, Package, PythonEnv
+from gpuwizard.host import Host
+
+# Shell-style patterns for dpkg-query and rpm; both print nothing for a pattern with no match.
+PACKAGE_PATTERNS = (
+    "nvidia-*",
+    "libnvidia-*",
+    "cuda-*",
+    "libcudnn*",
+    "cudnn*",
+    "datacenter-gpu-manager*",
+    "dkms",
+    "linux-headers-*",
+    "kernel-devel*",
+    "kernel-headers*",
+    "docker-ce",
+    "docker.io",
+)
+DPKG_QUERY = ("dpkg-query", "-W", "-f=${binary:Package}\\t${Version}\\t${db:Status-Abbrev}\\n")
+RPM_QUERY = ("rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii \\n")
+CONDA_DIRS = (
+    "/opt/conda",
+    "/opt/miniconda3",
+    "/opt/miniforge3",
+    "/root/miniconda3",
+    "/root/miniforge3",
+    "/root/anaconda3",
+)
+_PYTHON = re.compile(r"^python(3\.\d+)$")
+
+
+def parse_package_list(text: str) -> tuple[Package, ...]:
+    """Lines of name<TAB>version<TAB>status; only installed ("ii") packages count."""
+    packages = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3 and fields[2].strip().startswith("ii"):
+            name = fields[0].split(":", 1)[0]  # drop dpkg's ":amd64" multi-arch suffix
+            packages.append(Package(name=name, version=fields[1]))
+    return tuple(sorted(set(packages), key=lambda p: p.name))
+
+
+def read_packages(host: Host, family: str) -> tuple[Package, ...]:
+    if family not in ("debian", "rhel"):
+        return ()
+    query = DPKG_QUERY if family == "debian" else RPM_QUERY
+    out = host.run([*query, *PACKAGE_PATTERNS], timeout_s=30)
+    return parse_package_list(out.stdout)
+
+
+def read_cuda_toolkits(host: Host) -> tuple[str, ...]:
+    versions = (
+        name.removeprefix("cuda-")
+        for name in host.listdir("/usr/local")
+        if re.fullmatch(r"cuda-\d+\.\d+", name)
+    )
+    return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.split("."))))
+
+
+def read_runfile_driver(host: Host) -> bool:
+    return host.exists("/usr/bin/nvidia-uninstall") or host.exists("/var/log/nvidia-installer.log")
+
+
+def conda_dirs(host: Host) -> list[str]:
+    homes = [f"/home/{user}" for user in host.listdir("/home")]
+    candidates = list(CONDA_DIRS) + [
+        f"{home}/{name}" for home in homes for name in ("miniconda3", "miniforge3", "anaconda3")
+    ]
+    return [path for path in candidates if host.exists(f"{path}/bin/conda")]
+
+
+def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
+    found = set()
+    for root in roots:
+        for name in host.listdir(f"{root}/conda-meta"):
+            if match := re.match(r"^cudatoolkit-(\d+\.\d+[\d.]*)-.*\.json$", name):
+                found.add(match.group(1))
+    return tuple(sorted(found))
+
+
+def read_python(host: Host, conda: str | None) -> PythonEnv:
+    interpreters = [
+        Interpreter(path=f"{folder}/{name}", version=match.group(1))
+        for folder in ("/usr/bin", "/usr/local/bin")
+        for name in host.listdir(folder)
+        if (match := _PYTHON.match(name))
+    ]
+    target = host.readlink("/usr/bin/python3") or ""
+    system = _PYTHON.match(target.rsplit("/", 1)[-1])
+    return PythonEnv(
+        interpreters=tuple(interpreters),
+        system_python=system.group(1) if system else None,
+        conda=conda,
+    )
+
+
+def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
+    conda = conda_dirs(host)
+    installs = Installs(
+        packages=read_packages(host, family),
+        cuda_toolkits=read_cuda_toolkits(host),
+        runfile_driver=read_runfile_driver(host),
+        conda_cudatoolkit=read_conda_cudatoolkit(host, conda),
+        nvidia_smi=host.exists("/usr/bin/nvidia-smi"),
+    )
+    return installs, read_python(host, conda[0] if conda else None)

@@ -1,0 +1,265 @@
+"""HostFacts: everything gpuwizard knows about a machine, as frozen data.
+
+Facts are gathered by ``gpuwizard.detect`` and consumed by the recommender, the steps and the
+screens. They round-trip through JSON (``gpuwizard detect --json``, ``recommend --facts F``) so a
+bug report can be replayed. Versions are always strings ("12.10" is not 12.1). Per-machine facts
+(machine-id, hardware, OS) are kept apart from per-boot ones (``Boot``: boot_id, kernel, loaded
+modules, NVML), which must never be carried across a reboot. Nothing here reads the machine.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.gpus import GpuModel
+
+SCHEMA = 1
+
+SecureBootState = Literal["enabled", "disabled", "unsupported", "unknown"]
+CloudInitState = Literal["running", "done", "degraded", "error", "disabled", "absent", "unknown"]
+NicKind = Literal["ethernet", "infiniband", "other"]
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    speed_current: str | None
+    """As sysfs prints it, e.g. "16.0 GT/s PCIe"."""
+    speed_max: str | None
+    width_current: int | None
+    width_max: int | None
+
+    @property
+    def is_degraded(self) -> bool:
+        """True when the link trained below what both ends support (a reseat or riser problem)."""
+        if self.width_current and self.width_max and self.width_current < self.width_max:
+            return True
+        return bool(
+            self.speed_current
+            and self.speed_max
+            and _gts(self.speed_current) < _gts(self.speed_max)
+        )
+
+
+def _gts(speed: str) -> float:
+    try:
+        return float(speed.split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    address: str
+    """Domain:bus:device.function, e.g. "0000:1b:00.0"."""
+    vendor_id: str
+    """Four lowercase hex digits, e.g. "10de"."""
+    device_id: str
+    class_code: str
+    """Six hex digits: "030200" is a 3D controller, "068000" a bridge (NVSwitch)."""
+    subsystem_vendor_id: str | None = None
+    subsystem_device_id: str | None = None
+    driver: str | None = None
+    """The kernel driver bound to the device ("nouveau", "nvidia"), or None."""
+    numa_node: int | None = None
+    link: PcieLink | None = None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    pci: PciDevice
+    model: GpuModel
+
+
+@dataclass(frozen=True)
+class NvmlGpu:
+    index: int
+    pci_bus_id: str
+    """Normalised to sysfs form, "0000:1b:00.0"."""
+    name: str
+    memory_total_mib: int
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    persistence_mode: bool | None = None
+
+
+@dataclass(frozen=True)
+class NvmlOk:
+    KIND: ClassVar[str] = "ok"
+    driver_version: str
+    """e.g. "570.133.20"."""
+    cuda_driver_version: str
+    """The newest CUDA the driver supports, e.g. "12.8"."""
+    gpus: tuple[NvmlGpu, ...] = ()
+
+
+@dataclass(frozen=True)
+class NvmlUnavailable:
+    KIND: ClassVar[str] = "unavailable"
+    reason: str
+    """In the user's words: "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"."""
+
+
+Nvml = NvmlOk | NvmlUnavailable
+
+
+@dataclass(frozen=True)
+class OsInfo:
+    id: str
+    version_id: str
+    id_like: tuple[str, ...] = ()
+    pretty_name: str = ""
+    version_codename: str | None = None
+
+
+@dataclass(frozen=True)
+class Platform:
+    arch: str
+    """As ``uname -m`` prints it: "x86_64" or "aarch64"."""
+    virtualization: str | None = None
+    """The hypervisor ("kvm", "amazon", "microsoft"), or None on bare metal."""
+    container: str | None = None
+    """The container runtime ("docker", "lxc"), or None."""
+    wsl: bool = False
+
+
+@dataclass(frozen=True)
+class Disk:
+    name: str
+    size_bytes: int
+    rotational: bool
+    nvme: bool
+
+
+@dataclass(frozen=True)
+class FreeSpace:
+    path: str
+    free_bytes: int
+
+
+@dataclass(frozen=True)
+class Nic:
+    name: str
+    kind: NicKind
+    speed_mbps: int | None
+    """None when the link is down or the driver does not report a speed."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: tuple[Gpu, ...] = ()
+    nvswitches: tuple[PciDevice, ...] = ()
+    infiniband: tuple[PciDevice, ...] = ()
+    cpu_model: str | None = None
+    cpu_count: int = 0
+    memory_mib: int = 0
+    disks: tuple[Disk, ...] = ()
+    free_space: tuple[FreeSpace, ...] = ()
+    nics: tuple[Nic, ...] = ()
+
+
+@dataclass(frozen=True)
+class Boot:
+    """Facts that belong to one boot; re-detected after every reboot and before every step."""
+
+    boot_id: str | None
+    """/proc/sys/kernel/random/boot_id when it reads as a UUID; None when unreadable."""
+    kernel: str
+    installed_kernels: tuple[str, ...] = ()
+    kernels_with_headers: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    """Loaded kernel modules that matter here (nvidia*, nouveau)."""
+    nvidia_module_version: str | None = None
+    secure_boot: SecureBootState = "unknown"
+    cloud_init: CloudInitState = "absent"
+    reboot_required: bool = False
+    reboot_required_packages: tuple[str, ...] = ()
+    dpkg_interrupted: bool = False
+    nvml: Nvml = field(default_factory=lambda: NvmlUnavailable("not probed"))
+
+    @property
+    def headers_present(self) -> bool:
+        return self.kernel in self.kernels_with_headers
+
+    @property
+    def nouveau_loaded(self) -> bool:
+        return "nouveau" in self.modules
+
+    @property
+    def nvidia_loaded(self) -> bool:
+        return "nvidia" in self.modules
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Installs:
+    packages: tuple[Package, ...] = ()
+    """Installed packages in the GPU stack (nvidia*, cuda*, cudnn*, dkms, kernel headers)."""
+    cuda_toolkits: tuple[str, ...] = ()
+    """Versions found as /usr/local/cuda-X.Y."""
+    runfile_driver: bool = False
+    """Traces of NVIDIA's .run installer (nvidia-uninstall, nvidia-installer.log)."""
+    conda_cudatoolkit: tuple[str, ...] = ()
+    nvidia_smi: bool = False
+
+    def has_package(self, prefix: str) -> bool:
+        return any(p.name.startswith(prefix) for p in self.packages)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    version: str
+    """Major.minor, e.g. "3.10"."""
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    interpreters: tuple[Interpreter, ...] = ()
+    system_python: str | None = None
+    """Version of /usr/bin/python3, if present."""
+    conda: str | None = None
+    """Path of a conda installation (Miniforge, Miniconda, Anaconda), if one exists."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    schema: int
+    machine_id: str | None
+    os: OsInfo | None
+    platform: Platform
+    hardware: Hardware
+    boot: Boot
+    installs: Installs = Installs()
+    python: PythonEnv = PythonEnv()
+    pci_ids_version: str = ""
+    """Version of the pci.ids data the GPU names came from."""
+
+    @property
+    def nvidia_gpus(self) -> tuple[Gpu, ...]:
+        return self.hardware.gpus
+
+    def to_json(self) -> str:
+        return json.dumps(to_jsonable(self), indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> HostFacts:
+        """Parse facts JSON; a bare facts object or the ``detect --json`` envelope."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CodecError(f"not JSON: {error.msg} at line {error.lineno}") from None
+        if isinstance(data, dict) and "facts" in data:
+            data = data["facts"]
+        if isinstance(data, dict) and data.get("schema") != SCHEMA:
+            raise CodecError(f"$.schema: expected {SCHEMA}, got {data.get('schema')!r}")
+        return from_jsonable(cls, data)

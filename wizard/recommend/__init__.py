@@ -1,0 +1,1 @@
+"""The recommendation engine: which driver, CUDA and PyTorch fit this host, and why."""

@@ -1,0 +1,112 @@
+"""What must change on the host before or beside the install, and the package names to use.
+
+``changes`` lists what turns an ``ok`` into ``ok_after_changes``: work on what is already there
+(an interrupted dpkg, a pending kernel, a runfile driver, a driver to replace, a Python to add,
+a Secure Boot key to enroll). ``notes`` adds what the user should know but need not act on.
+"""
+
+from __future__ import annotations
+
+from gpuwizard.recommend.result import DriverPlan, PythonPlan
+from gpuwizard.recommend.rules import DriverOption
+from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
+from gpuwizard.recommend.target import Target
+
+UNKNOWN_KERNEL = "$(uname -r)"
+
+
+def driver_packages(
+    table: CompatTable, target: Target, os_row: OsRelease, option: DriverOption
+) -> tuple[tuple[str, ...], str | None, bool]:
+    """(packages, dnf module stream, signed prebuilt modules) for installing ``option``."""
+    names = table.packages[os_row.driver_source]
+    flavor = option.flavor or "open"
+    signed_names = names.signed_open if flavor == "open" else names.signed_proprietary
+    signed = target.secure_boot == "enabled" and bool(signed_names)
+    template = signed_names if signed else (names.open if flavor == "open" else names.proprietary)
+    if not signed:
+        template = template + names.headers  # DKMS builds the module against these headers
+    if target.nvswitch:
+        template = template + names.fabricmanager
+    kernel = target.kernel or UNKNOWN_KERNEL
+    packages = tuple(dict.fromkeys(t.format(branch=option.branch, kernel=kernel) for t in template))
+    stream = names.module_stream.get(flavor) if names.module_stream else None
+    return packages, stream.format(branch=option.branch) if stream else None, signed
+
+
+def changes(
+    table: CompatTable,
+    target: Target,
+    os_row: OsRelease | None,
+    driver: DriverPlan,
+    python: PythonPlan,
+    release: TorchRelease,
+) -> tuple[str, ...]:
+    out = []
+    if target.dpkg_interrupted:
+        out.append("repair the interrupted package database first (dpkg --configure -a)")
+    if target.pending_kernel and not target.driver_managed_elsewhere and driver.action != "keep":
+        out.append(
+            f"apply the pending kernel update ({target.pending_kernel}) and reboot before the driver, "
+            "so the module is built for the kernel that will run"
+        )
+    if target.runfile_driver and driver.action != "keep":
+        out.append(
+            "remove the driver installed by NVIDIA's .run installer (nvidia-uninstall) before installing packages"
+        )
+    if driver.action == "upgrade" and target.driver:
+        out.append(
+            f"replace driver {target.driver.version} with R{driver.branch} ({driver.flavor} modules)"
+        )
+    if target.nvml_problem and target.driver and "mismatch" in target.nvml_problem:
+        out.append(f"reboot to load the installed driver: {target.nvml_problem}")
+    if python.action == "install":
+        system = (
+            f"the system's python3 is {target.python}"
+            if target.python
+            else "there is no system python3"
+        )
+        out.append(
+            f"install Python {python.version} beside the system's ({system}; "
+            f"torch {release.version} needs {release.python[0]}–{release.python[1]})"
+        )
+    if target.secure_boot == "enabled" and driver.action != "keep" and not driver.signed_modules:
+        out.append(
+            "enroll a Machine Owner Key at the console on the next boot: Secure Boot is on and "
+            "the DKMS-built module must be signed (needs console or BMC access)"
+        )
+    del table, os_row
+    return tuple(out)
+
+
+def notes(
+    table: CompatTable, target: Target, os_row: OsRelease | None, driver: DriverPlan
+) -> list[str]:
+    out = []
+    if os_row and os_row.standard_support_end < table.reviewed[:7]:
+        detail = f" ({os_row.note})" if os_row.note else ""
+        out.append(
+            f"{os_row.label} left standard support in {os_row.standard_support_end}{detail}; "
+            "plan a move to a supported release"
+        )
+    elif os_row and os_row.note:
+        out.append(f"{os_row.label}: {os_row.note}")
+    if driver.signed_modules:
+        out.append(
+            "Secure Boot is on: Canonical-signed prebuilt modules avoid MOK enrollment; "
+            "they must exist for the running kernel"
+        )
+    if target.nvswitch and driver.action != "keep":
+        out.append(
+            f"NVSwitch present: nvidia-fabricmanager must match the driver version exactly (R{driver.branch})"
+        )
+    if target.wsl:
+        out.append("WSL: never install a Linux driver inside WSL; the Windows driver provides CUDA")
+    branch = table.branch(driver.branch)
+    if branch and driver.action == "keep" and branch.eol < table.reviewed[:7]:
+        out.append(
+            f"R{branch.branch} reached end of life in {branch.eol}; plan an upgrade to a supported branch"
+        )
+    if driver.module_stream:
+        out.append(f"dnf module stream {driver.module_stream} pins the branch")
+    return out

@@ -1,0 +1,149 @@
+"""The solver: the best driver x CUDA build x PyTorch x Python for a target, with its reasons.
+
+Candidates are every (torch release, CUDA build, driver option) the table and the user's pins
+allow. Every rule runs on every candidate; the survivors are ranked by a declared preference:
+
+1. the newest torch release (with a confirmed torchvision pair, unless one is pinned);
+2. keeping a working driver over changing it;
+3. a supported long-term branch over a production branch over an end-of-life one, newest first;
+4. PyPI's default CUDA build, then newer CUDA, experimental builds last;
+5. open kernel modules from R560 on (NVIDIA's default), proprietary before.
+
+The winner becomes a ``Recommendation``; when nothing survives, a ``Refusal`` says why, using the
+failures of the candidate that came closest. ``explain.py`` writes the sentences.
+"""
+
+from __future__ import annotations
+
+from gpuwizard.recommend import explain
+from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
+from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption, failures
+from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
+from gpuwizard.recommend.target import BadInput, Target, match_os
+from gpuwizard.version import Version, at_least, is_version, variant_cuda
+
+# "Starting in the 560 driver release series, the open kernel module flavor is the default" [S14]
+_OPEN_DEFAULT_FROM = 560
+_NO_PINS = Choices()
+
+
+def resolve_torch(table: CompatTable, pin: str | None) -> tuple[TorchRelease, ...]:
+    """The releases to try, best first. Raises BadInput for a version the table does not know."""
+    if pin is None or pin == "latest":
+        return tuple(r for r in _newest_first(table.torch_releases) if r.confirmed)
+    if not is_version(pin):
+        raise BadInput(
+            f"--torch {pin!r}: expected a version like 2.14.1, a series like 2.5, or latest"
+        )
+    exact = table.torch(pin)
+    if exact:
+        return (exact,)
+    series = [r for r in _newest_first(table.torch_releases) if r.version.startswith(pin + ".")]
+    if series:
+        return (series[0],)
+    known = ", ".join(r.version for r in reversed(_newest_first(table.torch_releases)))
+    raise BadInput(f"--torch {pin!r}: unknown release; known: {known}")
+
+
+def _newest_first(releases: tuple[TorchRelease, ...]) -> list[TorchRelease]:
+    return sorted(releases, key=lambda r: Version.parse(r.version), reverse=True)
+
+
+def driver_options(
+    table: CompatTable, target: Target, os_row: OsRelease | None, choices: Choices
+) -> tuple[DriverOption, ...]:
+    options: list[DriverOption] = []
+    current = target.driver
+    if current:
+        options.append(DriverOption("keep", current.branch, current.version, current.flavor))
+    if target.driver_managed_elsewhere or choices.keep_driver or os_row is None:
+        return tuple(options)
+    for branch in os_row.driver_branches:
+        row = table.branch(branch)
+        if row is None or not row.installable or row.latest is None:
+            continue
+        action: DriverAction = "install" if current is None else "upgrade"
+        if current and branch == current.branch:
+            continue
+        for flavor in ("open", "proprietary"):
+            if getattr(row, flavor):
+                options.append(DriverOption(action, branch, row.latest, flavor))
+    return tuple(options)
+
+
+def candidates(
+    table: CompatTable,
+    target: Target,
+    release: TorchRelease,
+    options: tuple[DriverOption, ...],
+    variant: str | None,
+) -> list[Candidate]:
+    variants = [variant] if variant else list(release.variants)
+    return [
+        Candidate(release, v, table.build(v, release.version, target.arch), option)
+        for v in variants
+        for option in options
+    ]
+
+
+def rank(table: CompatTable, c: Candidate) -> tuple[int, ...]:
+    """Lower is better; torch order is handled by trying releases newest first.
+
+    A build the driver runs natively (driver >= the CUDA release's GA driver) beats one it runs
+    only through minor-version compatibility, which has no PTX JIT; so for torch 2.15's default
+    cu132 a fresh install picks R595 (13.2 GA) over R580 [S8][S9].
+    """
+    branch = table.branch(c.driver.branch)
+    supported = branch is not None and branch.eol >= table.reviewed[:7]
+    long_term = supported and branch is not None and branch.designation == "LTSB"
+    release = c.torch
+    cuda = Version.parse(variant_cuda(c.variant))
+    ga = table.cuda(cuda.text)
+    native = ga is None or at_least(c.driver.version, ga.ga_driver)
+    variant_rank = (
+        0 if c.variant == release.default else 2 if c.variant in release.experimental else 1
+    )
+    open_preferred = int(c.driver.branch) >= _OPEN_DEFAULT_FROM
+    return (
+        0 if c.driver.action == "keep" else 1,
+        variant_rank,
+        0 if native else 1,
+        0 if long_term else 1 if supported else 2,
+        -int(c.driver.branch),
+        -cuda.parts[0] * 100 - cuda.parts[1],
+        0 if (c.driver.flavor == "open") == open_preferred else 1,
+    )
+
+
+def search(table: CompatTable, target: Target, choices: Choices) -> Search:
+    """Try releases newest first; the first release with a passing candidate wins."""
+    os_row = match_os(table, target.os_id or "", target.os_version or "")
+    releases = resolve_torch(table, choices.torch)
+    if choices.variant and not any(choices.variant in r.variants for r in table.torch_releases):
+        raise BadInput(f"--variant {choices.variant!r}: no PyTorch release has that build")
+    options = driver_options(table, target, os_row, choices)
+    closest: Candidate | None = None
+    for release in releases:
+        scored = [
+            (c, len(failures(table, target, c, choices.needs_nvcc)), rank(table, c))
+            for c in candidates(table, target, release, options, choices.variant)
+        ]
+        if closest is None and scored:
+            closest = min(scored, key=lambda s: (s[1], s[2]))[0]
+        passing = [s for s in scored if s[1] == 0]
+        if passing:
+            winner = min(passing, key=lambda s: s[2])[0]
+            return Search(target, os_row, choices, winner, winner, options, releases)
+    return Search(target, os_row, choices, None, closest, options, releases)
+
+
+def recommend(
+    table: CompatTable, target: Target, choices: Choices = _NO_PINS
+) -> Recommendation | Refusal:
+    """The recommendation for a target, or a refusal that says why and what would help."""
+    if refusal := explain.precondition_refusal(table, target):
+        return refusal
+    found = search(table, target, choices)
+    if found.winner is None:
+        return explain.refusal_from(table, found)
+    return explain.recommendation_from(table, found)

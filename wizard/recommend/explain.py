@@ -1,0 +1,361 @@
+"""Turn a finished search into a Recommendation or Refusal, with reasons a person can check.
+
+Every alternative the engine did not choose is listed with its reason: the rule it failed
+("cu130: ... needs driver 580 or newer; 535.247.01 is older") or, when it would have worked, why
+it ranked lower ("R595: a production branch, supported until 2027-03; R580 is long-term").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gpuwizard.gpus import GpuModel
+from gpuwizard.recommend import changes as change_list
+from gpuwizard.recommend.result import (
+    PYTORCH_INDEX,
+    DriverPlan,
+    GpuSummary,
+    PythonPlan,
+    Recommendation,
+    Refusal,
+    Rejected,
+    Search,
+    ToolkitPlan,
+    TorchPlan,
+)
+from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
+from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
+from gpuwizard.recommend.target import Target, match_os
+from gpuwizard.version import Version, at_least, variant_cuda
+
+PREFERRED_PYTHON = "3.12"
+
+
+def summarise_gpus(models: tuple[GpuModel, ...]) -> tuple[GpuSummary, ...]:
+    counts = Counter(models)
+    return tuple(
+        GpuSummary(f"10de:{m.device_id}", m.name, m.arch, m.compute_capability, n)
+        for m, n in counts.items()
+    )
+
+
+def precondition_refusal(table: CompatTable, target: Target) -> Refusal | None:
+    """Refusals that need no search: no GPU, an unknown GPU, an OS or platform we cannot serve."""
+    gpus = summarise_gpus(target.gpus)
+    if not target.gpus:
+        return Refusal("no NVIDIA GPU was found on this host", gpus)
+    unknown = [g for g in target.gpus if not g.is_known]
+    if unknown:
+        return Refusal(
+            f"{unknown[0].name} (10de:{unknown[0].device_id}) is not in gpuwizard's GPU catalogue; "
+            "update gpuwizard, or check the device with `lspci -nn`",
+            gpus,
+        )
+    if target.driver_managed_elsewhere and target.driver is None:
+        where = (
+            "under WSL the driver comes from Windows: install the NVIDIA driver for Windows"
+            if target.wsl
+            else (
+                f"in a {target.container} container the driver belongs to the host: "
+                "install it there and start the container with --gpus all"
+            )
+        )
+        return Refusal(f"no NVIDIA driver is visible; {where}", gpus, (target.nvml_problem or "",))
+    if (
+        not target.driver_managed_elsewhere
+        and match_os(table, target.os_id or "", target.os_version or "") is None
+    ):
+        supported = ", ".join(o.label for o in table.operating_systems)
+        name = f"{target.os_id or 'an unknown OS'} {target.os_version or ''}".strip()
+        return Refusal(f"{name} is not supported; gpuwizard installs on {supported}", gpus)
+    return None
+
+
+def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> DriverPlan:
+    target, option = found.target, winner.driver
+    floors = [f for g in target.gpus if (f := driver_floor_for(table, g))]
+    cuda = variant_cuda(winner.variant)
+    ga = table.cuda(cuda)
+    wheel_floor = (
+        ga.ga_driver if ga and at_least(option.version, ga.ga_driver) else table.mvc_floor(cuda)
+    )
+    floors += [wheel_floor] if wheel_floor else []
+    min_version = max(floors, key=Version.parse) if floors else option.version
+    if option.action == "keep" or found.os_row is None:
+        return DriverPlan(
+            option.action,
+            option.branch,
+            option.version,
+            min_version,
+            option.flavor,
+            (),
+            "host" if target.driver_managed_elsewhere else "installed",
+        )
+    packages, stream, signed = change_list.driver_packages(table, target, found.os_row, option)
+    return DriverPlan(
+        option.action,
+        option.branch,
+        option.version,
+        min_version,
+        option.flavor,
+        packages,
+        found.os_row.driver_source,
+        stream,
+        signed,
+    )
+
+
+def _python_plan(target: Target, release: TorchRelease) -> PythonPlan:
+    low, high = (Version.parse(v) for v in release.python)
+    if target.python and low <= Version.parse(target.python) <= high:
+        return PythonPlan(target.python, "use_system")
+    preferred = min(max(Version.parse(PREFERRED_PYTHON), low), high)
+    return PythonPlan(preferred.text, "install")
+
+
+def _toolkit_plan(table: CompatTable, found: Search, winner: Candidate) -> ToolkitPlan | None:
+    if not found.choices.needs_nvcc or found.os_row is None:
+        return None
+    cuda = variant_cuda(winner.variant)
+    major, minor = cuda.split(".")
+    names = table.packages[found.os_row.driver_source].toolkit
+    return ToolkitPlan(cuda, tuple(n.format(major=major, minor=minor) for n in names))
+
+
+def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
+    winner = found.winner
+    assert winner is not None
+    target = found.target
+    python = _python_plan(target, winner.torch)
+    driver = _driver_plan(table, found, winner)
+    changes = change_list.changes(table, target, found.os_row, driver, python, winner.torch)
+    release = winner.torch
+    return Recommendation(
+        status="ok_after_changes" if changes else "ok",
+        gpus=summarise_gpus(target.gpus),
+        driver=driver,
+        torch=TorchPlan(
+            release.version,
+            winner.variant,
+            f"{PYTORCH_INDEX}/{winner.variant}",
+            release.torchvision,
+            release.torchaudio,
+            release.confirmed,
+        ),
+        python=python,
+        cuda_toolkit=_toolkit_plan(table, found, winner),
+        changes=changes,
+        reasons=tuple(reasons(table, found, winner, driver, python)),
+        rejected=tuple(rejected(table, found, winner)),
+        unconfirmed=tuple(unconfirmed(table, found.os_row, winner)),
+    )
+
+
+def refusal_from(table: CompatTable, found: Search) -> Refusal:
+    closest = found.closest
+    gpus = summarise_gpus(found.target.gpus)
+    if closest is None:
+        return Refusal("no driver can be offered for this host", gpus)
+    problems = failures(table, found.target, closest, found.choices.needs_nvcc)
+    pins = _pins(found)
+    lead = f"nothing fits {pins}: " if pins else "no combination fits: "
+    return Refusal(
+        lead + problems[0], gpus, tuple(problems), tuple(rejected(table, found, closest))
+    )
+
+
+def _pins(found: Search) -> str:
+    choices = found.choices
+    parts = [f"torch {found.releases[0].version}" if choices.torch and found.releases else ""]
+    parts += [choices.variant or "", "the installed driver" if choices.keep_driver else ""]
+    return " with ".join(p for p in parts if p)
+
+
+def reasons(
+    table: CompatTable, found: Search, winner: Candidate, driver: DriverPlan, python: PythonPlan
+) -> list[str]:
+    target = found.target
+    out = [
+        f"{g.count}x {g.name}: {g.arch}, sm_{(g.compute_capability or '').replace('.', '')}"
+        for g in summarise_gpus(target.gpus)
+    ]
+    out.append(_driver_reason(table, target, winner.driver, driver))
+    release = winner.torch
+    if found.choices.torch:
+        out.append(f"torch {release.version}: as requested")
+    elif release.confirmed:
+        out.append(
+            f"torch {release.version} is the newest release with a confirmed torchvision pair "
+            f"({release.torchvision}) that fits"
+        )
+    out.append(_variant_reason(table, winner))
+    supported = f"torch {release.version} supports Python {release.python[0]}–{release.python[1]}"
+    if python.action == "use_system":
+        out.append(f"the system's Python {python.version} fits: {supported}")
+    else:
+        out.append(f"Python {python.version} will be installed for the environment: {supported}")
+    out += change_list.notes(table, target, found.os_row, driver)
+    return out
+
+
+def _driver_reason(
+    table: CompatTable, target: Target, option: DriverOption, plan: DriverPlan
+) -> str:
+    if option.action == "keep":
+        where = (
+            " (managed by Windows)"
+            if target.wsl
+            else " (managed by the host)"
+            if target.container
+            else ""
+        )
+        return f"driver {option.version}{where} is kept: it supports these GPUs and runs the chosen build"
+    life = _life(table, option.branch)
+    flavor = {"open": "open kernel modules", "proprietary": "proprietary kernel modules"}.get(
+        option.flavor or "", ""
+    )
+    why = _flavor_why(target, option)
+    return f"R{option.branch} ({life}) with {flavor}{why}; newest known release {plan.version}"
+
+
+def _flavor_why(target: Target, option: DriverOption) -> str:
+    required = [g for g in target.gpus if g.open_modules == "required"]
+    unsupported = [g for g in target.gpus if g.open_modules == "unsupported"]
+    if option.flavor == "open" and required:
+        return f" (required by {required[0].arch})"
+    if option.flavor == "proprietary" and unsupported:
+        return f" ({unsupported[0].arch} cannot use the open modules)"
+    if option.flavor == "open":
+        return " (NVIDIA's default from R560)"
+    return ""
+
+
+def _variant_reason(table: CompatTable, winner: Candidate) -> str:
+    release, variant = winner.torch, winner.variant
+    cuda = variant_cuda(variant)
+    kind = "PyPI's default build" if variant == release.default else "the build"
+    mvc = ""
+    ga = table.cuda(cuda)
+    if ga and not at_least(winner.driver.version, ga.ga_driver):
+        major = cuda.split(".")[0]
+        mvc = f"; driver {winner.driver.version} runs it through CUDA {major} minor-version compatibility (no PTX JIT)"
+    return f"{variant} (CUDA {cuda}) is {kind} of torch {release.version} with kernels for every GPU here{mvc}"
+
+
+def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejected]:
+    target, needs_nvcc = found.target, found.choices.needs_nvcc
+    out: list[Rejected] = []
+    out += _rejected_releases(table, found, chosen)
+    for variant in chosen.torch.variants:
+        if variant == chosen.variant:
+            continue
+        alt = Candidate(
+            chosen.torch,
+            variant,
+            table.build(variant, chosen.torch.version, target.arch),
+            chosen.driver,
+        )
+        problems = failures(table, target, alt, needs_nvcc)
+        out.append(
+            Rejected(variant, problems[0] if problems else _variant_preference(chosen, variant))
+        )
+    seen = set()
+    for option in found.options:
+        if (option.branch, option.flavor, option.action) == (
+            chosen.driver.branch,
+            chosen.driver.flavor,
+            chosen.driver.action,
+        ):
+            continue
+        alt = Candidate(chosen.torch, chosen.variant, chosen.build, option)
+        problems = failures(table, target, alt, needs_nvcc)
+        reason = problems[0] if problems else _driver_preference(table, chosen.driver, option)
+        if (option.label, reason) not in seen:
+            seen.add((option.label, reason))
+            out.append(Rejected(option.label, reason))
+    return out
+
+
+def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejected]:
+    if found.choices.torch:
+        return []
+    newer = [
+        r
+        for r in table.torch_releases
+        if Version.parse(r.version) > Version.parse(chosen.torch.version)
+    ]
+    out = []
+    for release in sorted(newer, key=lambda r: Version.parse(r.version)):
+        if not release.confirmed:
+            note = release.note or "it is not fully checked"
+            out.append(
+                Rejected(
+                    f"torch {release.version}",
+                    f"{note}; pass --torch {release.version} to choose it anyway",
+                )
+            )
+        else:
+            out.append(
+                Rejected(
+                    f"torch {release.version}",
+                    "no CUDA build of it fits this host's GPUs and driver",
+                )
+            )
+    return out
+
+
+def _variant_preference(chosen: Candidate, variant: str) -> str:
+    release = chosen.torch
+    if variant in release.experimental:
+        return f"experimental in torch {release.version}; {chosen.variant} is preferred"
+    if Version.parse(variant_cuda(variant)) < Version.parse(variant_cuda(chosen.variant)):
+        return f"an older CUDA than {chosen.variant}"
+    return (
+        f"{chosen.variant} is PyPI's default build of torch {release.version}"
+        if chosen.variant == release.default
+        else f"ranked below {chosen.variant}"
+    )
+
+
+def _driver_preference(table: CompatTable, chosen: DriverOption, option: DriverOption) -> str:
+    if chosen.action == "keep":
+        return f"not needed: the installed driver {chosen.version} already fits"
+    if option.branch == chosen.branch:
+        return (
+            f"R{chosen.branch} {chosen.flavor} modules are preferred (NVIDIA's default from R560 is open)"
+            if chosen.flavor == "open"
+            else "proprietary modules are the safer choice before R560"
+        )
+    return f"R{option.branch} is {_life(table, option.branch)}; R{chosen.branch} is {_life(table, chosen.branch)}"
+
+
+def _life(table: CompatTable, branch: str) -> str:
+    row = table.branch(branch)
+    if row is None:
+        return "not in gpuwizard's table"
+    if row.eol < table.reviewed[:7]:
+        return f"{row.designation}, end of life since {row.eol}"
+    return f"{row.designation}, supported until {row.eol}"
+
+
+def unconfirmed(table: CompatTable, os_row: OsRelease | None, winner: Candidate) -> list[str]:
+    out = []
+    if not winner.torch.confirmed:
+        out.append(
+            f"torch {winner.torch.version}: {winner.torch.note or 'not fully confirmed'}; verified after install"
+        )
+    if winner.build and not winner.build.confirmed:
+        out.append(
+            f"the GPU architectures in {winner.variant} builds of torch {winner.torch.version} come from "
+            "build scripts, not from the wheels; verified after install"
+        )
+    if (
+        os_row
+        and winner.driver.action != "keep"
+        and not table.packages[os_row.driver_source].confirmed
+    ):
+        out.append(
+            f"driver package names from {os_row.driver_source} are not confirmed; "
+            "the install step checks they exist before changing anything"
+        )
+    return out

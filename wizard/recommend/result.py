@@ -1,0 +1,181 @@
+"""What the engine answers: a Recommendation or a Refusal, plus the pins it was asked with.
+
+These are the engine's public vocabulary; ``gpuwizard recommend --json`` prints them through
+``to_json_contract`` in the shape the command-line contract promises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption
+from gpuwizard.recommend.table import Flavor, OsRelease, TorchRelease
+from gpuwizard.recommend.target import Target
+
+Status = Literal["ok", "ok_after_changes", "unsupported"]
+PYTORCH_INDEX = "https://download.pytorch.org/whl"
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the user pinned. None means "let the engine choose"."""
+
+    torch: str | None = None
+    """An exact release ("2.14.1"), a series ("2.5": its newest release) or None for latest."""
+    variant: str | None = None
+    keep_driver: bool = False
+    needs_nvcc: bool = False
+
+
+@dataclass(frozen=True)
+class Search:
+    """A finished search: the winner (if any) and what the explanation needs."""
+
+    target: Target
+    os_row: OsRelease | None
+    choices: Choices
+    winner: Candidate | None
+    closest: Candidate | None
+    options: tuple[DriverOption, ...]
+    releases: tuple[TorchRelease, ...]
+
+
+@dataclass(frozen=True)
+class GpuSummary:
+    pci_id: str
+    name: str
+    arch: str
+    compute_capability: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class DriverPlan:
+    action: DriverAction
+    branch: str
+    version: str
+    """What will run: the kept driver's version, or the branch's newest known release."""
+    min_version: str
+    """The oldest driver this combination of GPUs and CUDA build accepts."""
+    flavor: Flavor | None
+    packages: tuple[str, ...]
+    source: str
+    """ubuntu-archive, cuda-repo-apt, cuda-repo-dnf, or "host" when the driver is not ours."""
+    module_stream: str | None = None
+    signed_modules: bool = False
+
+
+@dataclass(frozen=True)
+class TorchPlan:
+    version: str
+    variant: str
+    index_url: str
+    torchvision: str | None
+    torchaudio: str | None
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class PythonPlan:
+    version: str
+    action: Literal["use_system", "install"]
+
+
+@dataclass(frozen=True)
+class ToolkitPlan:
+    version: str
+    packages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    option: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    status: Literal["ok", "ok_after_changes"]
+    gpus: tuple[GpuSummary, ...]
+    driver: DriverPlan
+    torch: TorchPlan
+    python: PythonPlan
+    cuda_toolkit: ToolkitPlan | None
+    changes: tuple[str, ...]
+    reasons: tuple[str, ...]
+    rejected: tuple[Rejected, ...]
+    unconfirmed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str
+    gpus: tuple[GpuSummary, ...]
+    reasons: tuple[str, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+
+    status: Literal["unsupported"] = "unsupported"
+
+
+def to_json_contract(result: Recommendation | Refusal) -> dict[str, object]:
+    """The stable ``recommend --json`` object (keys and meanings are checked from outside)."""
+    gpus = [
+        {
+            "pci_id": g.pci_id,
+            "name": g.name,
+            "arch": g.arch,
+            "compute_capability": g.compute_capability,
+            "count": g.count,
+        }
+        for g in result.gpus
+    ]
+    rejected = [{"option": r.option, "reason": r.reason} for r in result.rejected]
+    if isinstance(result, Refusal):
+        return {
+            "status": "unsupported",
+            "reason": result.reason,
+            "gpus": gpus,
+            "driver": None,
+            "torch": None,
+            "python": None,
+            "cuda_toolkit": None,
+            "changes": [],
+            "reasons": list(result.reasons),
+            "rejected": rejected,
+        }
+    d, t = result.driver, result.torch
+    return {
+        "status": result.status,
+        "gpus": gpus,
+        "driver": {
+            "action": d.action,
+            "branch": d.branch,
+            "version": d.version,
+            "min_version": d.min_version,
+            "flavor": d.flavor,
+            "packages": list(d.packages),
+            "source": d.source,
+            "module_stream": d.module_stream,
+            "signed_modules": d.signed_modules,
+        },
+        "torch": {
+            "version": t.version,
+            "variant": t.variant,
+            "index_url": t.index_url,
+            "torchvision": t.torchvision,
+            "torchaudio": t.torchaudio,
+            "confirmed": t.confirmed,
+        },
+        "python": {"version": result.python.version, "action": result.python.action},
+        "cuda_toolkit": None
+        if result.cuda_toolkit is None
+        else {
+            "version": result.cuda_toolkit.version,
+            "packages": list(result.cuda_toolkit.packages),
+        },
+        "changes": list(result.changes),
+        "reasons": list(result.reasons),
+        "rejected": rejected,
+        "unconfirmed": list(result.unconfirmed),
+    }

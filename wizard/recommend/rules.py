@@ -1,0 +1,164 @@
+"""The rules a candidate must pass, each a small pure function that says why not.
+
+A rule returns None when the candidate passes, or one sentence in the user's words when it does
+not ("cu130 builds of torch 2.14.1 have no kernels for Tesla V100 SXM2 16GB (sm_70)"). The
+engine runs every rule on every candidate and shows the sentences for the alternatives it did
+not choose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwizard.gpus import GpuModel
+from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease, WheelBuild
+from gpuwizard.recommend.target import Target
+from gpuwizard.version import Version, at_least, variant_cuda
+
+DriverAction = Literal["install", "keep", "upgrade"]
+
+
+@dataclass(frozen=True)
+class DriverOption:
+    action: DriverAction
+    branch: str
+    version: str
+    """The version that will run: the installed one (keep) or the branch's newest (install)."""
+    flavor: Flavor | None
+
+    @property
+    def label(self) -> str:
+        if self.action == "keep":
+            return f"keep driver {self.version}"
+        flavor = f" {self.flavor}" if self.flavor else ""
+        return f"{'upgrade to' if self.action == 'upgrade' else 'install'} R{self.branch}{flavor}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    torch: TorchRelease
+    variant: str
+    build: WheelBuild | None
+    driver: DriverOption
+
+
+Rule = Callable[[CompatTable, Target, Candidate], "str | None"]
+
+
+def covers(arches: tuple[str, ...], compute_capability: str) -> bool:
+    """A build serves a GPU with a listed capability, or a lower minor of the same major [S28]."""
+    major, minor = (int(p) for p in compute_capability.split("."))
+    return any(int(a.split(".")[0]) == major and int(a.split(".")[1]) <= minor for a in arches)
+
+
+def _sm_range(arches: tuple[str, ...]) -> str:
+    tags = [f"sm_{a.replace('.', '')}" for a in arches]
+    return f"{tags[0]}–{tags[-1]}" if len(tags) > 1 else tags[0]
+
+
+def wheel_exists(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    del table
+    if c.build is None:
+        return f"torch {c.torch.version} has no {c.variant} build for {target.arch}"
+    return None
+
+
+def wheel_has_kernels(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    del table
+    if c.build is None:
+        return None
+    missing = [
+        g
+        for g in _unique(target.gpus)
+        if g.compute_capability and not covers(c.build.arches, g.compute_capability)
+    ]
+    if not missing:
+        return None
+    names = ", ".join(f"{g.name} ({g.sm})" for g in missing)
+    shipped = _sm_range(c.build.arches)
+    return f"{c.variant} builds of torch {c.torch.version} have no kernels for {names}: they ship {shipped}"
+
+
+def driver_floor_for(table: CompatTable, gpu: GpuModel) -> str | None:
+    model = next((r for r in table.model_driver_floors if r.device_id == gpu.device_id), None)
+    if model:
+        return model.min_driver
+    arch = next(
+        (r for r in table.gpu_driver_floors if r.compute_capability == gpu.compute_capability), None
+    )
+    return arch.min_driver if arch else None
+
+
+def driver_supports_gpus(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    for gpu in _unique(target.gpus):
+        last = gpu.last_driver_branch
+        if last and int(c.driver.branch) > int(last):
+            branch = c.driver.branch
+            return f"R{branch} does not support {gpu.name} ({gpu.arch}): R{last} is the last branch for {gpu.arch}"
+        floor = driver_floor_for(table, gpu)
+        if floor and not at_least(c.driver.version, floor):
+            return f"driver {c.driver.version} is too old for {gpu.name}: it needs {floor} or newer"
+    return None
+
+
+def driver_runs_wheel(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    del target
+    cuda = variant_cuda(c.variant)
+    floor = table.mvc_floor(cuda)
+    if floor and not at_least(c.driver.version, floor):
+        major = cuda.split(".")[0]
+        return f"{c.variant} (CUDA {cuda}) needs driver {floor} or newer for CUDA {major}; {c.driver.version} is older"
+    return None
+
+
+def flavor_fits_gpus(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    flavor = c.driver.flavor
+    branch = table.branch(c.driver.branch)
+    if flavor is None:
+        return None
+    if branch and not getattr(branch, flavor):
+        return f"R{c.driver.branch} has no {flavor} kernel modules"
+    for gpu in _unique(target.gpus):
+        if flavor == "proprietary" and gpu.open_modules == "required":
+            return f"{gpu.name} ({gpu.arch}) requires the open kernel modules"
+        if flavor == "open" and gpu.open_modules == "unsupported":
+            return f"{gpu.name} ({gpu.arch}) cannot use the open kernel modules; it needs the proprietary ones"
+    return None
+
+
+def toolkit_available(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    """Only asked when nvcc is wanted: NVIDIA must publish that CUDA for this OS."""
+    os_row = table.os_release(target.os_id or "", target.os_version or "")
+    cuda = variant_cuda(c.variant)
+    if (
+        os_row
+        and os_row.cuda_repo_max
+        and Version.parse(cuda) > Version.parse(os_row.cuda_repo_max)
+    ):
+        return f"NVIDIA publishes no CUDA {cuda} toolkit for {os_row.label} (its newest is {os_row.cuda_repo_max})"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    wheel_exists,
+    wheel_has_kernels,
+    flavor_fits_gpus,
+    driver_supports_gpus,
+    driver_runs_wheel,
+)
+
+
+def failures(
+    table: CompatTable, target: Target, c: Candidate, needs_nvcc: bool = False
+) -> list[str]:
+    rules = (*RULES, toolkit_available) if needs_nvcc else RULES
+    return [reason for rule in rules if (reason := rule(table, target, c))]
+
+
+def _unique(models: tuple[GpuModel, ...]) -> list[GpuModel]:
+    seen: dict[str, GpuModel] = {}
+    for model in models:
+        seen.setdefault(model.device_id, model)
+    return list(seen.values())

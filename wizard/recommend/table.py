@@ -1,0 +1,277 @@
+"""Load and validate compat.yaml into frozen data.
+
+Validation happens once, at load: types (through the strict codec), then meaning: every row
+cites sources that exist, versions look like versions, every variant a release names has a
+build row, every branch an OS offers is a known branch. A bad row raises ``CompatTableError``
+naming the row, so it fails the tests instead of a user's install.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from gpuwizard.codec import CodecError, from_jsonable
+from gpuwizard.version import Version, variant_cuda
+
+DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
+Flavor = Literal["open", "proprietary"]
+
+_VERSION = re.compile(r"^\d+(\.\d+)*$")
+_VARIANT = re.compile(r"^cu\d{3}$")
+
+
+class CompatTableError(ValueError):
+    """compat.yaml is malformed; the message names the row."""
+
+
+@dataclass(frozen=True)
+class DriverBranch:
+    branch: str
+    designation: Literal["LTSB", "PB", "NFB"]
+    eol: str
+    """Year-month the branch leaves support, e.g. "2028-06"."""
+    max_cuda: str
+    open: bool
+    proprietary: bool
+    latest: str | None
+    installable: bool
+    sources: tuple[str, ...]
+    note: str | None = None
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class CudaRelease:
+    cuda: str
+    ga_driver: str
+    sources: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class MinorVersionCompat:
+    cuda_major: str
+    min_driver: str
+    sources: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class ArchDriverFloor:
+    compute_capability: str
+    min_driver: str
+    sources: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class ModelDriverFloor:
+    device_id: str
+    name: str
+    min_driver: str
+    sources: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class WheelBuild:
+    variant: str
+    cuda: str
+    torch: tuple[str, str]
+    """First and last torch release with this build and this architecture list."""
+    platform: Literal["x86_64", "aarch64"]
+    arches: tuple[str, ...]
+    sources: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    version: str
+    released: str
+    python: tuple[str, str]
+    """Oldest and newest CPython minor with release wheels."""
+    variants: tuple[str, ...]
+    default: str
+    torchvision: str | None
+    torchaudio: str | None
+    sources: tuple[str, ...]
+    experimental: tuple[str, ...] = ()
+    confirmed: bool = True
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class OsRelease:
+    id: str
+    version: str
+    codename: str | None
+    python3: str
+    cuda_repo: str
+    driver_source: DriverSource
+    driver_branches: tuple[str, ...]
+    standard_support_end: str
+    sources: tuple[str, ...]
+    cuda_repo_max: str | None = None
+    """The newest CUDA NVIDIA still publishes in this release's repository, when capped."""
+    note: str | None = None
+    confirmed: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.id.capitalize() if self.id != 'rocky' else 'Rocky Linux'} {self.version}"
+
+
+@dataclass(frozen=True)
+class PackageNames:
+    open: tuple[str, ...]
+    proprietary: tuple[str, ...]
+    fabricmanager: tuple[str, ...]
+    headers: tuple[str, ...]
+    toolkit: tuple[str, ...]
+    sources: tuple[str, ...]
+    signed_open: tuple[str, ...] = ()
+    signed_proprietary: tuple[str, ...] = ()
+    module_stream: dict[str, str] | None = None
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class CompatTable:
+    schema: int
+    reviewed: str
+    sources: dict[str, str]
+    drivers: tuple[DriverBranch, ...]
+    cuda_releases: tuple[CudaRelease, ...]
+    minor_version_compatibility: tuple[MinorVersionCompat, ...]
+    gpu_driver_floors: tuple[ArchDriverFloor, ...]
+    model_driver_floors: tuple[ModelDriverFloor, ...]
+    wheel_builds: tuple[WheelBuild, ...]
+    torch_releases: tuple[TorchRelease, ...]
+    operating_systems: tuple[OsRelease, ...]
+    packages: dict[str, PackageNames]
+
+    def torch(self, version: str) -> TorchRelease | None:
+        return next((r for r in self.torch_releases if r.version == version), None)
+
+    def branch(self, branch: str) -> DriverBranch | None:
+        return next((d for d in self.drivers if d.branch == branch), None)
+
+    def os_release(self, os_id: str, version: str) -> OsRelease | None:
+        return next(
+            (o for o in self.operating_systems if o.id == os_id and o.version == version), None
+        )
+
+    def cuda(self, cuda: str) -> CudaRelease | None:
+        return next((c for c in self.cuda_releases if c.cuda == cuda), None)
+
+    def build(self, variant: str, torch: str, platform: str) -> WheelBuild | None:
+        version = Version.parse(torch)
+        return next(
+            (
+                b
+                for b in self.wheel_builds
+                if b.variant == variant
+                and b.platform == platform
+                and Version.parse(b.torch[0]) <= version <= Version.parse(b.torch[1])
+            ),
+            None,
+        )
+
+    def mvc_floor(self, cuda: str) -> str | None:
+        major = cuda.split(".")[0]
+        row = next((m for m in self.minor_version_compatibility if m.cuda_major == major), None)
+        return row.min_driver if row else None
+
+
+def _check(condition: bool, where: str, message: str) -> None:
+    if not condition:
+        raise CompatTableError(f"compat.yaml {where}: {message}")
+
+
+def _check_versions(where: str, *versions: str | None) -> None:
+    for version in versions:
+        _check(version is None or bool(_VERSION.match(version)), where, f"bad version {version!r}")
+
+
+def _check_sources(table: CompatTable) -> None:
+    rows: list[tuple[str, tuple[str, ...]]] = [
+        *((f"drivers[{r.branch}]", r.sources) for r in table.drivers),
+        *((f"cuda_releases[{r.cuda}]", r.sources) for r in table.cuda_releases),
+        *((f"torch_releases[{r.version}]", r.sources) for r in table.torch_releases),
+        *((f"wheel_builds[{r.variant} {r.torch}]", r.sources) for r in table.wheel_builds),
+        *((f"operating_systems[{r.id} {r.version}]", r.sources) for r in table.operating_systems),
+        *(
+            (f"gpu_driver_floors[{r.compute_capability}]", r.sources)
+            for r in table.gpu_driver_floors
+        ),
+        *((f"model_driver_floors[{r.device_id}]", r.sources) for r in table.model_driver_floors),
+        *((f"packages[{k}]", r.sources) for k, r in table.packages.items()),
+    ]
+    for where, sources in rows:
+        _check(bool(sources), where, "cites no source")
+        for source in sources:
+            _check(source in table.sources, where, f"cites unknown source {source!r}")
+
+
+def validate(table: CompatTable) -> CompatTable:
+    _check(table.schema == 1, "schema", f"expected 1, got {table.schema}")
+    _check(bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", table.reviewed)), "reviewed", "not a date")
+    _check_sources(table)
+    branches = {d.branch for d in table.drivers}
+    for release in table.torch_releases:
+        where = f"torch_releases[{release.version}]"
+        _check_versions(
+            where, release.version, release.torchvision, release.torchaudio, *release.python
+        )
+        _check(release.default in release.variants, where, "default is not one of its variants")
+        _check(
+            not release.confirmed or release.torchvision is not None,
+            where,
+            "a confirmed release needs its torchvision pair",
+        )
+        for variant in release.variants:
+            _check(bool(_VARIANT.match(variant)), where, f"bad variant {variant!r}")
+            _check(
+                any(table.build(variant, release.version, p) for p in ("x86_64", "aarch64")),
+                where,
+                f"no wheel_builds row for {variant}",
+            )
+            _check(
+                table.cuda(variant_cuda(variant)) is not None, where, f"no cuda row for {variant}"
+            )
+    versions = [r.version for r in table.torch_releases]
+    _check(len(versions) == len(set(versions)), "torch_releases", "duplicate version")
+    for os_release in table.operating_systems:
+        where = f"operating_systems[{os_release.id} {os_release.version}]"
+        _check(os_release.driver_source in table.packages, where, "unknown driver_source")
+        for branch in os_release.driver_branches:
+            _check(branch in branches, where, f"unknown driver branch {branch}")
+    for driver in table.drivers:
+        _check_versions(f"drivers[{driver.branch}]", driver.branch, driver.latest, driver.max_cuda)
+    return table
+
+
+def parse_table(text: str) -> CompatTable:
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        raise CompatTableError(f"compat.yaml is not valid YAML: {error}") from None
+    try:
+        table = from_jsonable(CompatTable, data, "compat.yaml")
+    except CodecError as error:
+        raise CompatTableError(str(error)) from None
+    return validate(table)
+
+
+@functools.cache
+def load_table() -> CompatTable:
+    """The shipped table, parsed and validated once per process."""
+    text = Path(__file__).with_name("compat.yaml").read_text(encoding="utf-8")
+    return parse_table(text)

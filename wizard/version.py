@@ -1,0 +1,73 @@
+"""Dotted version numbers compared as numbers: "535.104.05" < "535.247.01", "12.10" > "12.9".
+
+Versions stay strings everywhere they are stored; this type exists only to compare them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+_DOTTED = re.compile(r"^\d+(\.\d+)*$")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Version:
+    parts: tuple[int, ...]
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        return _parse(text)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.parts < other.parts
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.parts == other.parts
+
+    def __hash__(self) -> int:
+        return hash(self.parts)
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def major(self) -> int:
+        return self.parts[0]
+
+    @property
+    def minor_text(self) -> str:
+        """ "3.10.12" -> "3.10"."""
+        return ".".join(str(p) for p in self.parts[:2])
+
+
+@functools.lru_cache(maxsize=4096)  # the solver compares the same few hundred versions often
+def _parse(text: str) -> Version:
+    value = text.strip()
+    if not _DOTTED.match(value):
+        raise ValueError(f"not a dotted version number: {text!r}")
+    return Version(tuple(int(p) for p in value.split(".")), value)
+
+
+def is_version(text: str) -> bool:
+    return bool(_DOTTED.match(text.strip()))
+
+
+def at_least(version: str, floor: str) -> bool:
+    """``version >= floor``, where a floor of "580" means any 580.x (a whole branch)."""
+    have, need = Version.parse(version), Version.parse(floor)
+    return have.parts[: len(need.parts)] >= need.parts
+
+
+def variant_cuda(variant: str) -> str:
+    """ "cu126" -> "12.6", "cu130" -> "13.0", "cu118" -> "11.8"."""
+    digits = variant.removeprefix("cu")
+    return f"{digits[:-1]}.{digits[-1]}"
