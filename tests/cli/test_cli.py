@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -161,5 +162,6 @@ def test_detect_json_loads_neither_textual_nor_torch():
 
 
 def test_the_console_script_runs():
-    out = subprocess.run(["gpuwizard", "--version"], capture_output=True, text=True, check=False)
+    script = Path(sys.executable).parent / "gpuwizard"  # installed beside the interpreter
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=False)
     assert out.returncode == 0 and out.stdout.startswith("gpuwizard ")
