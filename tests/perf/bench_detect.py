@@ -38,7 +38,9 @@ def in_process_breakdown(profile: str) -> dict[str, float]:
         "t2 = time.perf_counter()\n"
         "print((t1 - t0) * 1000, (t2 - t1) * 1000)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     imports, work = (float(v) for v in out.split())
     return {"imports": imports, "detect+assess+json": work}
 
@@ -53,10 +55,14 @@ def main() -> int:
     startup = wall_times([sys.executable, "-c", "pass"], args.runs)
     breakdown = in_process_breakdown(args.profile)
     print(f"gpuwizard detect --json --simulate {args.profile}, {args.runs} runs")
-    print(f"  wall time   median {statistics.median(times):6.1f} ms   min {min(times):6.1f} ms   (target < {TARGET_MS} ms)")
+    print(
+        f"  wall time   median {statistics.median(times):6.1f} ms   min {min(times):6.1f} ms   (target < {TARGET_MS} ms)"
+    )
     print(f"  python -c pass      {statistics.median(startup):6.1f} ms")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        print("  note: PYTHONDONTWRITEBYTECODE is set, so every run recompiles the imports (slower)")
+        print(
+            "  note: PYTHONDONTWRITEBYTECODE is set, so every run recompiles the imports (slower)"
+        )
     for name, value in breakdown.items():
         print(f"  {name:<18} {value:6.1f} ms")
     return 0
