@@ -200,3 +200,16 @@ def test_nvml_values_are_normalised():
 def test_system_pci_ids_nvidia_section():
     text = "10de  NVIDIA Corporation\n\t2330  GH100 [H100 SXM5 80GB]\n\t\t10de 16c1  H100 SXM5\n10df  Emulex\n\t2330  Other\n"
     assert parse_pci_ids_nvidia(text) == {"2330": "GH100 [H100 SXM5 80GB]"}
+
+
+def test_query_index_reports_versions_or_the_error():
+    from gpuwizard.detect.online import query_index
+    from gpuwizard.host import Output
+
+    def answers(text: str, code: int = 0):
+        return lambda argv, timeout_s=10.0: Output(code, text, "" if code == 0 else "ERROR: could not connect\n")
+
+    ok = query_index(answers("torch (2.16.0)\nAvailable versions: 2.16.0, 2.15.0\n"))
+    assert ok.versions == ("2.16.0", "2.15.0") and ok.error is None
+    failed = query_index(answers("", 1))
+    assert failed.versions == () and failed.error == "ERROR: could not connect"
