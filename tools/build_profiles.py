@@ -24,6 +24,7 @@ from gpuwizard.detect.installs import DPKG_QUERY, PACKAGE_PATTERNS, RPM_QUERY
 from gpuwizard.detect.recording import command_key
 from gpuwizard.detect.system import FREE_SPACE_PATHS
 from gpuwizard.facts import NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.paths import MANAGED_SERVICES
 
 PROFILES = Path(__file__).resolve().parent.parent / "wizard" / "sim" / "recorded-hosts"
 
@@ -160,6 +161,8 @@ class Profile:
     """(--vm answer, --container answer)."""
     cloud_init: tuple[int, str] = (0, "status: done\n")
     packages: tuple[tuple[str, str], ...] = ()
+    services: dict[str, str] = field(default_factory=lambda: {"docker": "not-found"})
+    """systemctl is-enabled answers; units not named are "not-found"; empty dict: no systemctl."""
     nvml: NvmlOk | NvmlUnavailable | None = None
     python: tuple[str, ...] = ("3.10",)
     files: dict[str, str] = field(default_factory=dict)
@@ -239,8 +242,18 @@ def commands(profile: Profile) -> dict[str, dict[str, object]]:
         command_key(["cloud-init", "status"]): profile.cloud_init,
         command_key(["df", "-P", "-B1", *FREE_SPACE_PATHS]): (0, df_output(profile)),
     }
+    if profile.services:
+        states = [profile.services.get(unit, "not-found") for unit in MANAGED_SERVICES]
+        code = 0 if all(s == "enabled" for s in states) else 1
+        out[command_key(["systemctl", "is-enabled", *MANAGED_SERVICES])] = (
+            code,
+            "\n".join(states) + "\n",
+        )
+    else:
+        out[command_key(["systemctl", "is-enabled", *MANAGED_SERVICES])] = (127, "")
     if family == "debian":
         out[command_key(["dpkg", "--audit"])] = (0, "")
+        out[command_key(["apt-mark", "showhold"])] = (0, "")
         listing = dpkg_lines(profile.packages)
         out[command_key([*DPKG_QUERY, *PACKAGE_PATTERNS])] = (1 if not listing else 0, listing)
     else:
@@ -335,6 +348,9 @@ V100_ADDR = ["0000:00:04.0", "0000:00:05.0", "0000:00:06.0", "0000:00:07.0"]
 L40S_ADDR = ["0000:17:00.0", "0000:31:00.0", "0000:b1:00.0", "0000:ca:00.0"]
 H200_ADDR = ["0000:41:00.0", "0000:c1:00.0"]
 ASPEED = Pci("0000:03:00.0", "1a03", "2000", "030000", ("15d9", "1c48"), "ast", 0)
+
+# What Ubuntu's nvidia-kernel-common-<branch> package ships, so nouveau stays away.
+NVIDIA_MODPROBE = "blacklist nouveau\noptions nouveau modeset=0\n"
 
 UBUNTU_2004_DEV = (("linux-headers-generic", "5.4.0.216.208"),)
 NOUVEAU = "nouveau"
@@ -446,7 +462,13 @@ SPECS: tuple[Profile, ...] = (
             nvml_gpus(H200_ADDR, "NVIDIA H200 NVL", 143771, (5, 5), (16, 16), False),
         ),
         python=("3.12",),
-        files={"/usr/bin/nvidia-smi": "", "/sys/module/nvidia/version": "570.133.20\n"},
+        services={"nvidia-persistenced": "disabled"},
+        files={
+            "/usr/bin/nvidia-smi": "",
+            "/sys/module/nvidia/version": "570.133.20\n",
+            "/lib/modules/6.8.0-60-generic/updates/dkms/nvidia.ko.zst": "",
+            "/usr/lib/modprobe.d/nvidia-kernel-common.conf": NVIDIA_MODPROBE,
+        },
     ),
     Profile(
         name="v100x4-ubuntu2204-driver535",
@@ -476,7 +498,13 @@ SPECS: tuple[Profile, ...] = (
             nvml_gpus(V100_ADDR, "Tesla V100-SXM2-16GB", 16384, (3, 3), (16, 16), True),
         ),
         python=("3.10",),
-        files={"/usr/bin/nvidia-smi": "", "/sys/module/nvidia/version": "535.247.01\n"},
+        services={"nvidia-persistenced": "enabled"},
+        files={
+            "/usr/bin/nvidia-smi": "",
+            "/sys/module/nvidia/version": "535.247.01\n",
+            "/lib/modules/6.8.0-1029-aws/updates/dkms/nvidia.ko": "",
+            "/usr/lib/modprobe.d/nvidia-kernel-common.conf": NVIDIA_MODPROBE,
+        },
         free_bytes=120_000_000_000,
     ),
     Profile(
@@ -570,6 +598,7 @@ SPECS: tuple[Profile, ...] = (
         disks=(("sda", 402_653_184_000, False), ("sdb", 1_099_511_627_776, False)),
         nics=(("eth0", "1", 10000, False),),
         virt=((0, "microsoft\n"), (0, "wsl\n")),
+        services={},
         secure_boot=MOKUTIL_NO_EFI,
         cloud_init=(127, ""),
         nvml=NvmlOk(

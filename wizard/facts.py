@@ -200,6 +200,21 @@ class Package:
     version: str
 
 
+MokState = Literal["enrolled", "pending", "not-enrolled", "no-key", "unknown"]
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What the verify-torch step saw, read back from /var/lib/gpuwizard/verify.json."""
+
+    env: str
+    torch: str
+    boot_id: str | None
+    ok: bool
+    devices: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Installs:
     packages: tuple[Package, ...] = ()
@@ -210,9 +225,25 @@ class Installs:
     """Traces of NVIDIA's .run installer (nvidia-uninstall, nvidia-installer.log)."""
     conda_cudatoolkit: tuple[str, ...] = ()
     nvidia_smi: bool = False
+    nouveau_blacklisted: bool = False
+    """Some modprobe.d file says ``blacklist nouveau`` (it takes effect once in the initramfs)."""
+    nvidia_module_kernels: tuple[str, ...] = ()
+    """Kernels that have an nvidia.ko (built by DKMS or prebuilt) under /lib/modules."""
+    repositories: tuple[str, ...] = ()
+    """File names in /etc/apt/sources.list.d and /etc/yum.repos.d."""
+    held_packages: tuple[str, ...] = ()
+    services_enabled: tuple[str, ...] = ()
+    """Which of the services gpuwizard manages are enabled."""
+    managed_files: dict[str, str] = field(default_factory=dict)
+    """Content of the configuration files gpuwizard writes, where they exist."""
+    mok: MokState = "unknown"
+    verification: VerifyReport | None = None
 
     def has_package(self, prefix: str) -> bool:
         return any(p.name.startswith(prefix) for p in self.packages)
+
+    def package_version(self, name: str) -> str | None:
+        return next((p.version for p in self.packages if p.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -223,7 +254,20 @@ class Interpreter:
 
 
 @dataclass(frozen=True)
+class Environment:
+    """A Python environment gpuwizard manages (/opt/gpuwizard/envs/*, Miniforge envs)."""
+
+    path: str
+    kind: Literal["venv", "conda"]
+    python: str | None
+    """major.minor, from pyvenv.cfg or conda-meta; None when unreadable."""
+    packages: dict[str, str] = field(default_factory=dict)
+    """torch, torchvision, torchaudio -> installed version (with any +cuXYZ local tag)."""
+
+
+@dataclass(frozen=True)
 class PythonEnv:
+    environments: tuple[Environment, ...] = ()
     interpreters: tuple[Interpreter, ...] = ()
     system_python: str | None = None
     """Version of /usr/bin/python3, if present."""

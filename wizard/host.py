@@ -126,12 +126,13 @@ class Host:
     def listdir(self, absolute: str) -> tuple[str, ...]:
         """Sorted entry names, or () when the directory is missing."""
         prefix = absolute.rstrip("/") + "/"
-        linked = {p[len(prefix) :] for p in (*self.links, *self.empty_dirs) if p.startswith(prefix)}
+        recorded = (*self.links, *self.empty_dirs)
+        implied = {p[len(prefix) :].split("/", 1)[0] for p in recorded if p.startswith(prefix)}
         try:
             names = {entry.name for entry in self.path(absolute).iterdir()}
         except OSError:
             names = set()
-        return tuple(sorted(names | {n for n in linked if "/" not in n}))
+        return tuple(sorted(names | implied))
 
     def readlink(self, absolute: str) -> str | None:
         if absolute in self.links:

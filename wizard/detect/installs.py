@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
-from gpuwizard.facts import Installs, Interpreter, Package, PythonEnv
+from gpuwizard.detect import config, python_envs
+from gpuwizard.facts import Installs, Package, PythonEnv
 from gpuwizard.host import Host
+from gpuwizard.paths import MINIFORGE_DIR
 
 # Shell-style patterns for dpkg-query and rpm; both print nothing for a pattern with no match.
 PACKAGE_PATTERNS = (
@@ -36,8 +38,8 @@ CONDA_DIRS = (
     "/root/miniconda3",
     "/root/miniforge3",
     "/root/anaconda3",
+    MINIFORGE_DIR,
 )
-_PYTHON = re.compile(r"^python(3\.\d+)$")
 
 
 def parse_package_list(text: str) -> tuple[Package, ...]:
@@ -89,22 +91,6 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def read_python(host: Host, conda: str | None) -> PythonEnv:
-    interpreters = [
-        Interpreter(path=f"{folder}/{name}", version=match.group(1))
-        for folder in ("/usr/bin", "/usr/local/bin")
-        for name in host.listdir(folder)
-        if (match := _PYTHON.match(name))
-    ]
-    target = host.readlink("/usr/bin/python3") or ""
-    system = _PYTHON.match(target.rsplit("/", 1)[-1])
-    return PythonEnv(
-        interpreters=tuple(interpreters),
-        system_python=system.group(1) if system else None,
-        conda=conda,
-    )
-
-
 def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
     conda = conda_dirs(host)
     installs = Installs(
@@ -113,5 +99,13 @@ def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
         runfile_driver=read_runfile_driver(host),
         conda_cudatoolkit=read_conda_cudatoolkit(host, conda),
         nvidia_smi=host.exists("/usr/bin/nvidia-smi"),
+        nouveau_blacklisted=config.read_nouveau_blacklisted(host),
+        nvidia_module_kernels=config.read_nvidia_module_kernels(host),
+        repositories=config.read_repositories(host),
+        held_packages=config.read_held_packages(host, family),
+        services_enabled=config.read_services_enabled(host),
+        managed_files=config.read_managed_files(host),
+        mok=config.read_mok(host),
+        verification=config.read_verification(host),
     )
-    return installs, read_python(host, conda[0] if conda else None)
+    return installs, python_envs.read_python(host, conda[0] if conda else None)

@@ -1,0 +1,107 @@
+"""System configuration the install steps change: modprobe blacklists, built modules,
+package repositories and holds, services, the files gpuwizard writes, the MOK key, and the
+verification report. Steps compare these facts with what they would do."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gpuwizard.codec import CodecError, from_jsonable
+from gpuwizard.facts import MokState, VerifyReport
+from gpuwizard.host import MISSING_TOOL, Host
+from gpuwizard.paths import (
+    APT_SOURCES_DIR,
+    MANAGED_FILES,
+    MANAGED_SERVICES,
+    MOK_PUBLIC_KEY,
+    VERIFY_REPORT,
+    YUM_REPOS_DIR,
+)
+
+MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
+_BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.MULTILINE)
+_NVIDIA_KO = re.compile(r"^nvidia\.ko(\.xz|\.zst|\.gz)?$")
+# Where an nvidia.ko lands: DKMS (updates/dkms), RPM kmods (extra), Ubuntu's signed prebuilt
+# modules (kernel/nvidia-<branch>srv).
+_MODULE_DIRS = ("updates/dkms", "extra", "updates")
+
+
+def parse_blacklists(texts: list[str]) -> bool:
+    return any(_BLACKLIST.search(text) for text in texts)
+
+
+def read_nouveau_blacklisted(host: Host) -> bool:
+    texts = [
+        host.read_text(f"{folder}/{name}") or ""
+        for folder in MODPROBE_DIRS
+        for name in host.listdir(folder)
+        if name.endswith(".conf")
+    ]
+    return parse_blacklists(texts)
+
+
+def read_nvidia_module_kernels(host: Host) -> tuple[str, ...]:
+    found = []
+    for kernel in host.listdir("/lib/modules"):
+        base = f"/lib/modules/{kernel}"
+        folders = [f"{base}/{d}" for d in _MODULE_DIRS]
+        folders += [
+            f"{base}/kernel/{d}" for d in host.listdir(f"{base}/kernel") if d.startswith("nvidia")
+        ]
+        if any(_NVIDIA_KO.match(name) for folder in folders for name in host.listdir(folder)):
+            found.append(kernel)
+    return tuple(found)
+
+
+def read_repositories(host: Host) -> tuple[str, ...]:
+    return tuple(sorted((*host.listdir(APT_SOURCES_DIR), *host.listdir(YUM_REPOS_DIR))))
+
+
+def read_held_packages(host: Host, family: str) -> tuple[str, ...]:
+    if family != "debian":
+        return ()
+    out = host.run(["apt-mark", "showhold"])
+    return tuple(sorted(line.strip() for line in out.stdout.splitlines() if line.strip()))
+
+
+def parse_is_enabled(units: tuple[str, ...], output: str) -> tuple[str, ...]:
+    """``systemctl is-enabled A B`` prints one state per unit, in order."""
+    states = output.split()
+    return tuple(unit for unit, state in zip(units, states, strict=False) if state == "enabled")
+
+
+def read_services_enabled(host: Host) -> tuple[str, ...]:
+    out = host.run(["systemctl", "is-enabled", *MANAGED_SERVICES])
+    return () if out.returncode == MISSING_TOOL else parse_is_enabled(MANAGED_SERVICES, out.stdout)
+
+
+def read_managed_files(host: Host) -> dict[str, str]:
+    return {path: text for path in MANAGED_FILES if (text := host.read_text(path)) is not None}
+
+
+def parse_mok_test_key(output: str) -> MokState:
+    text = output.lower()
+    if "already enrolled" in text:
+        return "enrolled"
+    if "already in the enrollment request" in text:
+        return "pending"
+    return "not-enrolled" if "not enrolled" in text else "unknown"
+
+
+def read_mok(host: Host) -> MokState:
+    if not host.exists(MOK_PUBLIC_KEY):
+        return "no-key"
+    out = host.run(["mokutil", "--test-key", MOK_PUBLIC_KEY])
+    return parse_mok_test_key(out.stdout + out.stderr)
+
+
+def read_verification(host: Host) -> VerifyReport | None:
+    """The last verify-torch report; a missing or damaged file is simply no report."""
+    text = host.read_text(VERIFY_REPORT)
+    if text is None:
+        return None
+    try:
+        return from_jsonable(VerifyReport, json.loads(text))
+    except (json.JSONDecodeError, CodecError):
+        return None
