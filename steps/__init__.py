@@ -1,5 +1,135 @@
 """Install steps as pure declarations over HostFacts (gpuwizard.steps).
 
-Each step says what it would change and why; the runner applies it. Steps never read the
-machine: a step that needs to know something asks for a new fact.
+``build_steps(selection, facts)`` returns the steps for a selection in the order they must run;
+``build_plan`` turns them into the reviewed ``Plan`` on given facts. Each step says what it would
+change and why; the runner applies it. Steps never read the machine: a step that needs to know
+something asks for a new fact.
+
+The order: settle the machine (cloud-init, dpkg, a pending kernel and its reboot), prepare the
+driver (headers, Secure Boot key, runfile removal, nouveau), install it (repository, packages,
+Fabric Manager, persistence, holds), one reboot for everything, then the user-space side (CUDA
+toolkit, cuDNN, Python, environment, PyTorch, verification) and the optional extras.
 """
+
+from __future__ import annotations
+
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import SCHEMA, Plan
+from gpuwizard.selection import Selection
+from gpuwizard.steps.add_cuda_repo import AddCudaRepo
+from gpuwizard.steps.base import Step, step_plan
+from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
+from gpuwizard.steps.configure_nccl import ConfigureNccl
+from gpuwizard.steps.create_env import CreateEnv
+from gpuwizard.steps.enable_persistence import EnablePersistence
+from gpuwizard.steps.enroll_mok import EnrollMok
+from gpuwizard.steps.hold_nvidia_packages import HoldNvidiaPackages
+from gpuwizard.steps.install_cuda_toolkit import InstallCudaToolkit
+from gpuwizard.steps.install_cudnn import InstallCudnn
+from gpuwizard.steps.install_dcgm import InstallDcgm
+from gpuwizard.steps.install_docker import InstallContainerToolkit, InstallDocker
+from gpuwizard.steps.install_fabric_manager import InstallFabricManager
+from gpuwizard.steps.install_headers import InstallHeaders
+from gpuwizard.steps.install_nvidia_driver import InstallNvidiaDriver
+from gpuwizard.steps.install_python import InstallPython
+from gpuwizard.steps.install_torch import InstallTorch
+from gpuwizard.steps.reboot import Reboot, driver_pending
+from gpuwizard.steps.remove_runfile_driver import RemoveRunfileDriver
+from gpuwizard.steps.repair_dpkg import RepairDpkg
+from gpuwizard.steps.upgrade_kernel import UpgradeKernel, kernel_pending
+from gpuwizard.steps.verify_torch import VerifyTorch
+from gpuwizard.steps.wait_cloud_init import WaitCloudInit
+
+
+def _kernel_reboot_reasons(facts: HostFacts) -> list[str]:
+    return ["the updated kernel is not running yet"] if kernel_pending(facts) else []
+
+
+def system_steps(s: Selection, facts: HostFacts) -> list[Step]:
+    steps: list[Step] = []
+    if facts.boot.cloud_init != "absent":
+        steps.append(WaitCloudInit())
+    if s.family == "debian":
+        steps.append(RepairDpkg())
+    if s.driver.installs and not s.wsl:
+        steps += [
+            UpgradeKernel(s.family),
+            Reboot(
+                _kernel_reboot_reasons, id="reboot-kernel", title="Reboot into the updated kernel"
+            ),
+        ]
+    return steps
+
+
+def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
+    if not s.driver.installs or s.wsl:
+        return []
+    steps: list[Step] = []
+    if not s.driver.signed_modules:
+        steps.append(InstallHeaders(s.family))
+        if facts.boot.secure_boot == "enabled":
+            steps.append(EnrollMok())
+    steps += [RemoveRunfileDriver(), BlacklistNouveau(s.family)]
+    if s.driver.source in ("cuda-repo-apt", "cuda-repo-dnf"):
+        steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
+    steps.append(InstallNvidiaDriver(s.family, s.driver))
+    if facts.hardware.nvswitches:
+        steps.append(InstallFabricManager(s.family, s.driver.branch))
+    if s.extras.persistence:
+        steps.append(EnablePersistence())
+    if s.extras.hold_driver and s.family == "debian":
+        steps.append(HoldNvidiaPackages(s.driver.packages))
+    steps.append(Reboot(driver_pending(s.driver.branch)))
+    return steps
+
+
+def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
+    steps: list[Step] = []
+    extras = s.extras
+    needs_repo = bool(extras.cuda_toolkit or extras.cudnn or extras.dcgm)
+    if needs_repo and s.driver.source not in ("cuda-repo-apt", "cuda-repo-dnf"):
+        steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
+    cuda_major = s.torch.variant[2:-1]
+    if extras.cuda_toolkit:
+        steps.append(InstallCudaToolkit(s.family, extras.cuda_toolkit))
+    if extras.cudnn:
+        steps.append(InstallCudnn(s.family, cuda_major))
+    if s.env.python_source != "system" and s.env.kind == "venv":
+        steps.append(InstallPython(s.family, s.env, s.arch))
+    gpu_count = len(facts.hardware.gpus)
+    steps += [
+        CreateEnv(s.env, s.arch),
+        InstallTorch(s.env, s.torch),
+        VerifyTorch(s.env, s.torch, gpu_count),
+    ]
+    if extras.docker:
+        steps += [InstallDocker(s.family), InstallContainerToolkit(s.family)]
+    if extras.dcgm:
+        steps.append(InstallDcgm(s.family, cuda_major, with_exporter=extras.docker))
+    if extras.nccl:
+        steps.append(ConfigureNccl())
+    return steps
+
+
+def build_steps(selection: Selection, facts: HostFacts) -> tuple[Step, ...]:
+    """Every step for this selection, in order; ids are unique."""
+    steps = [
+        *system_steps(selection, facts),
+        *driver_steps(selection, facts),
+        *user_steps(selection, facts),
+    ]
+    ids = [step.id for step in steps]
+    assert len(ids) == len(set(ids)), f"duplicate step ids: {ids}"
+    return tuple(steps)
+
+
+def build_plan(selection: Selection, facts: HostFacts, summary: tuple[str, ...] = ()) -> Plan:
+    """The plan the user reviews: every step with its actions on these facts (empty = done)."""
+    steps = build_steps(selection, facts)
+    return Plan(
+        schema=SCHEMA,
+        steps=tuple(step_plan(step, facts) for step in steps),
+        summary=summary,
+        machine_id=facts.machine_id,
+        boot_id=facts.boot.boot_id,
+    )

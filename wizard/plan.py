@@ -63,6 +63,8 @@ class Run:
     """No output for this long: show the last lines (usually a prompt) and stop."""
     retry_on_lock: bool = False
     """apt-get update: retry with backoff while another apt holds the lists lock."""
+    ok_codes: tuple[int, ...] = (0,)
+    """Exit codes that mean success (``cloud-init status --wait`` exits 2 when degraded)."""
 
     def display(self) -> str:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items() if k not in APT_ENV)
@@ -79,6 +81,8 @@ class WriteFile:
     """Absolute on the target; the executor joins it to the host root."""
     content: str
     mode: int = 0o644
+    backup: bool = False
+    """Keep the previous content and put it back if the step fails (daemon.json)."""
 
     def display(self) -> str:
         return f"write {self.path} ({len(self.content.splitlines())} lines, mode {self.mode:o})"

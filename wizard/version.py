@@ -71,3 +71,8 @@ def variant_cuda(variant: str) -> str:
     """ "cu126" -> "12.6", "cu130" -> "13.0", "cu118" -> "11.8"."""
     digits = variant.removeprefix("cu")
     return f"{digits[:-1]}.{digits[-1]}"
+
+
+def kernel_sort_key(release: str) -> tuple[tuple[int, str], ...]:
+    """Order kernel releases numerically: 5.15.0-101-generic after 5.15.0-91-generic."""
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+_~]", release))

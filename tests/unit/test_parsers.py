@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuwizard.detect.installs import parse_package_list
+from gpuwizard.version import kernel_sort_key
 from gpuwizard.detect.kernel import (
-    kernel_sort_key,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_proc_modules,
@@ -207,7 +207,9 @@ def test_query_index_reports_versions_or_the_error():
     from gpuwizard.host import Output
 
     def answers(text: str, code: int = 0):
-        return lambda argv, timeout_s=10.0: Output(code, text, "" if code == 0 else "ERROR: could not connect\n")
+        return lambda argv, timeout_s=10.0: Output(
+            code, text, "" if code == 0 else "ERROR: could not connect\n"
+        )
 
     ok = query_index(answers("torch (2.16.0)\nAvailable versions: 2.16.0, 2.15.0\n"))
     assert ok.versions == ("2.16.0", "2.15.0") and ok.error is None

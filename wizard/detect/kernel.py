@@ -10,6 +10,7 @@ import re
 
 from gpuwizard.facts import SecureBootState
 from gpuwizard.host import MISSING_TOOL, Host
+from gpuwizard.version import kernel_sort_key
 
 # Loaded modules worth knowing about; /proc/modules lists a hundred others.
 _INTERESTING_MODULES = re.compile(r"^(nvidia\w*|nouveau|ib_core|mlx5_core|nvidia_peermem)$")
@@ -19,11 +20,6 @@ _EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 def parse_proc_modules(text: str) -> tuple[str, ...]:
     names = (line.split(" ", 1)[0] for line in text.splitlines() if line.strip())
     return tuple(sorted(name for name in names if _INTERESTING_MODULES.match(name)))
-
-
-def kernel_sort_key(release: str) -> tuple[tuple[int, str], ...]:
-    """Order kernel releases numerically: 5.15.0-101-generic after 5.15.0-91-generic."""
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+_~]", release))
 
 
 def read_kernels(host: Host) -> tuple[tuple[str, ...], tuple[str, ...]]:

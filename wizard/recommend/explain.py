@@ -141,6 +141,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
             release.torchvision,
             release.torchaudio,
             release.confirmed,
+            release.python,
         ),
         python=python,
         cuda_toolkit=_toolkit_plan(table, found, winner),

@@ -74,6 +74,8 @@ class TorchPlan:
     torchvision: str | None
     torchaudio: str | None
     confirmed: bool
+    python_range: tuple[str, str] = ("3.10", "3.14")
+    """Oldest and newest CPython this release has wheels for."""
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,8 @@ class OsRelease:
     sources: tuple[str, ...]
     cuda_repo_max: str | None = None
     """The newest CUDA NVIDIA still publishes in this release's repository, when capped."""
+    extra_pythons: tuple[str, ...] = ()
+    """Newer CPython versions the distribution packages beside its python3."""
     note: str | None = None
     confirmed: bool = True
 

@@ -1,0 +1,128 @@
+"""What a step is, and the builders every step shares (apt/dnf, downloads, services).
+
+A step is a pure declaration over HostFacts: ``check`` says whether the host is already in the
+step's end state, ``plan`` lists the exact actions that get it there (empty exactly when
+``check`` holds), ``verify`` judges fresh facts after the actions (and after the reboot when
+``needs_reboot``). Steps never read the machine and never run anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import APT_ENV, Action, Run, StepPlan, Target
+
+APT_LOCK_TIMEOUT_S = 600
+DOWNLOAD_TOOL = "gpuwizard-fetch"
+"""gpuwizard's own downloader: URL -> file, SHA-256 checked when one is pinned, atomic."""
+
+
+@dataclass(frozen=True)
+class Check:
+    satisfied: bool
+    reason: str
+    """In the user's words: "nouveau is still loaded" / "R580 open driver packages installed"."""
+
+
+class PlanError(ValueError):
+    """The step cannot be planned safely on this host (e.g. an invalid daemon.json)."""
+
+
+class Step(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def needs_reboot(self) -> bool: ...
+    @property
+    def reboot(self) -> bool: ...
+    @property
+    def targets(self) -> tuple[Target, ...]: ...
+
+    def check(self, facts: HostFacts) -> Check: ...
+    def plan(self, facts: HostFacts) -> tuple[Action, ...]: ...
+    def verify(self, facts: HostFacts) -> Check: ...
+
+
+@dataclass(frozen=True)
+class Cost:
+    download_mib: int = 0
+    minutes: float = 0
+
+
+def step_plan(step: Step, facts: HostFacts, cost: Cost = Cost()) -> StepPlan:
+    """The reviewed form of a step on these facts."""
+    return StepPlan(
+        id=step.id,
+        title=step.title,
+        why=step.why,
+        actions=step.plan(facts),
+        needs_reboot=step.needs_reboot,
+        reboot=step.reboot,
+        targets=step.targets,
+        download_mib=cost.download_mib,
+        minutes=cost.minutes,
+    )
+
+
+def apt_update() -> Run:
+    # apt's lock timeout does not cover the lists lock, hence the runner's retry (netlab#2473).
+    return Run(("apt-get", "-q", "update"), env=APT_ENV, retry_on_lock=True, timeout_s=900)
+
+
+def apt_install(packages: Sequence[str], *, update: bool = True) -> tuple[Run, ...]:
+    """Non-interactive, waiting for the dpkg lock, keeping local config files (ARCHITECTURE S5)."""
+    install = Run(
+        (
+            "apt-get", "-q", "-y",
+            "-o", f"DPkg::Lock::Timeout={APT_LOCK_TIMEOUT_S}",
+            "-o", "Dpkg::Options::=--force-confdef",
+            "-o", "Dpkg::Options::=--force-confold",
+            "-o", "Dpkg::Progress-Fancy=0",
+            "install", *packages,
+        ),
+        env=APT_ENV,
+        timeout_s=3600,
+    )  # fmt: skip
+    return (apt_update(), install) if update else (install,)
+
+
+def dnf_install(packages: Sequence[str]) -> tuple[Run, ...]:
+    return (Run(("dnf", "-y", "-q", "install", *packages), timeout_s=3600),)
+
+
+def install_packages(family: str, packages: Sequence[str]) -> tuple[Run, ...]:
+    return apt_install(packages) if family == "debian" else dnf_install(packages)
+
+
+def fetch(
+    url: str, destination: str, sha256: str | None = None, *, sha256_url: bool = False
+) -> Run:
+    """Download to a file, atomically; a checksum mismatch deletes the file and fails the step.
+
+    ``sha256`` pins the digest in gpuwizard's own code (the strong check); ``sha256_url`` takes it
+    from ``URL.sha256`` beside the file, which only catches truncated or corrupted downloads.
+    """
+    check: tuple[str, ...] = (
+        ("--sha256", sha256) if sha256 else ("--sha256-url", f"{url}.sha256") if sha256_url else ()
+    )
+    return Run((DOWNLOAD_TOOL, url, destination, *check), timeout_s=1800, silence_timeout_s=300)
+
+
+def missing(facts: HostFacts, packages: Iterable[str]) -> list[str]:
+    installed = {p.name for p in facts.installs.packages}
+    return [p for p in packages if p not in installed]
+
+
+def enable_service(unit: str) -> Run:
+    return Run(("systemctl", "enable", unit), timeout_s=120)
+
+
+def done_when(satisfied: bool, yes: str, no: str) -> Check:
+    return Check(satisfied, yes if satisfied else no)

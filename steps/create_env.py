@@ -1,0 +1,93 @@
+"""create-env: the Python environment PyTorch goes into, a venv by default or a conda env.
+
+A venv from a fitting interpreter is the default: small, fast, and pip is PyTorch's own way to
+install. The guide's conda is offered through Miniforge (conda-forge's installer, no Anaconda
+licence terms); only Python comes from conda, PyTorch still from its pip index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwizard.facts import Environment, HostFacts
+from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR
+from gpuwizard.plan import Action, Run, Target
+from gpuwizard.selection import EnvChoice
+from gpuwizard.steps.base import Check, fetch
+from gpuwizard.steps.install_python import interpreter_for
+
+MINIFORGE_VERSION = "25.11.0-1"
+MINIFORGE_URL = "https://github.com/conda-forge/miniforge/releases/download"
+
+
+def find_env(facts: HostFacts, path: str) -> Environment | None:
+    return next((e for e in facts.python.environments if e.path == path), None)
+
+
+@dataclass(frozen=True)
+class CreateEnv:
+    env: EnvChoice
+    arch: str
+    id: str = "create-env"
+    needs_reboot: bool = False
+    reboot: bool = False
+    targets: tuple[Target, ...] = (Target.HOST,)
+
+    @property
+    def title(self) -> str:
+        return f"Create the {'conda' if self.env.kind == 'conda' else 'Python'} environment {self.env.path}"
+
+    @property
+    def why(self) -> str:
+        if self.env.kind == "conda":
+            return (
+                "A conda environment (Miniforge, conda-forge) as the guide prefers; "
+                "PyTorch itself still comes from its pip index, pinned."
+            )
+        return f"An isolated Python {self.env.python} environment: PyTorch never mixes with the system's packages."
+
+    def check(self, facts: HostFacts) -> Check:
+        found = find_env(facts, self.env.path)
+        if found is None:
+            return Check(False, f"{self.env.path} does not exist")
+        if found.python != self.env.python:
+            return Check(False, f"{self.env.path} has Python {found.python}, not {self.env.python}")
+        return Check(True, f"{self.env.path} (Python {found.python})")
+
+    def plan(self, facts: HostFacts) -> tuple[Action, ...]:
+        if self.check(facts).satisfied:
+            return ()
+        if self.env.kind == "conda":
+            return self.conda_plan(facts)
+        python = interpreter_for(facts, self.env.python) or f"python{self.env.python}"
+        return (Run((python, "-m", "venv", "--clear", self.env.path), timeout_s=600),)
+
+    def conda_plan(self, facts: HostFacts) -> tuple[Action, ...]:
+        conda = f"{MINIFORGE_DIR}/bin/conda"
+        actions: tuple[Action, ...] = ()
+        if facts.python.conda != MINIFORGE_DIR:
+            installer = f"Miniforge3-{MINIFORGE_VERSION}-Linux-{self.arch}.sh"
+            local = f"{DOWNLOADS_DIR}/{installer}"
+            actions += (
+                # conda-forge publishes a .sha256 beside each installer: it catches a truncated or
+                # corrupted download; authenticity rests on HTTPS to GitHub.
+                fetch(f"{MINIFORGE_URL}/{MINIFORGE_VERSION}/{installer}", local, sha256_url=True),
+                Run(("bash", local, "-b", "-p", MINIFORGE_DIR), timeout_s=1800),
+            )
+        create = Run(
+            (
+                conda,
+                "create",
+                "--yes",
+                "--quiet",
+                "--prefix",
+                self.env.path,
+                f"python={self.env.python}",
+                "pip",
+            ),
+            timeout_s=1800,
+        )
+        return (*actions, create)
+
+    def verify(self, facts: HostFacts) -> Check:
+        return self.check(facts)

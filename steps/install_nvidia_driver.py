@@ -1,0 +1,79 @@
+"""install-nvidia-driver: the recommended driver branch and flavour, as packages.
+
+Ubuntu's archive carries the server branches (``nvidia-driver-580-server-open`` plus
+``nvidia-utils-580-server`` so nvidia-smi exists); Debian and Rocky use NVIDIA's repository
+(``nvidia-open`` / ``cuda-drivers``, the branch pinned by ``nvidia-driver-pinning-580`` or a dnf
+module stream). Done means the packages are installed and a module exists for the kernel that
+boots next; loading it waits for the reboot step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import Action, Run, Target
+from gpuwizard.selection import DriverChoice
+from gpuwizard.steps.base import Check, install_packages, missing
+from gpuwizard.steps.kernels import next_boot_kernel
+
+
+@dataclass(frozen=True)
+class InstallNvidiaDriver:
+    family: str
+    driver: DriverChoice
+    id: str = "install-nvidia-driver"
+    title: str = "Install the NVIDIA driver"
+    needs_reboot: bool = False
+    reboot: bool = False
+    targets: tuple[Target, ...] = (Target.HOST,)
+
+    @property
+    def why(self) -> str:
+        flavor = {"open": "open kernel modules", "proprietary": "proprietary kernel modules"}.get(
+            self.driver.flavor or "", ""
+        )
+        signed = (
+            " Canonical-signed prebuilt modules load under Secure Boot without a MOK."
+            if self.driver.signed_modules
+            else ""
+        )
+        return (
+            f"Driver branch R{self.driver.branch} with {flavor}, from {self.driver.source}: it supports every GPU "
+            f"here and runs the chosen PyTorch build.{signed}"
+        )
+
+    def check(self, facts: HostFacts) -> Check:
+        absent = missing(facts, self.driver.packages)
+        return Check(
+            not absent,
+            f"not installed: {' '.join(absent)}"
+            if absent
+            else f"R{self.driver.branch} packages installed",
+        )
+
+    def plan(self, facts: HostFacts) -> tuple[Action, ...]:
+        if self.check(facts).satisfied:
+            return ()
+        actions: tuple[Action, ...] = ()
+        if self.family == "rhel" and self.driver.module_stream:
+            actions += (
+                Run(
+                    ("dnf", "-y", "-q", "module", "enable", self.driver.module_stream),
+                    timeout_s=600,
+                ),
+            )
+        return actions + install_packages(self.family, self.driver.packages)
+
+    def verify(self, facts: HostFacts) -> Check:
+        installed = self.check(facts)
+        if not installed.satisfied:
+            return installed
+        kernel = next_boot_kernel(facts)
+        if kernel not in facts.installs.nvidia_module_kernels:
+            return Check(
+                False,
+                f"no nvidia module was built for kernel {kernel}, which boots next: "
+                "see /var/lib/dkms/nvidia/*/build/make.log",
+            )
+        return Check(True, f"R{self.driver.branch} installed, module built for {kernel}")

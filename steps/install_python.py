@@ -1,0 +1,90 @@
+"""install-python: a Python the chosen PyTorch supports, beside the system's, never replacing it.
+
+Where the distribution has one (Rocky 9's python3.12, Ubuntu 22.04's python3.11) it comes as a
+package. Elsewhere (Ubuntu 20.04 has nothing newer than 3.9) uv installs a standalone CPython
+under /opt/gpuwizard/python; uv itself comes from PyPI as a pinned wheel whose SHA-256 is
+checked before use, and uv verifies the interpreter it downloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwizard.facts import HostFacts
+from gpuwizard.paths import PYTHONS_DIR, TOOLS_DIR
+from gpuwizard.plan import Action, Run, Target
+from gpuwizard.selection import EnvChoice
+from gpuwizard.steps.base import Check, install_packages
+
+UV_VERSION = "0.13.9"
+UV_SHA256 = {
+    "x86_64": "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19",
+    "aarch64": "5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe",
+}
+UV = f"{TOOLS_DIR}/uv"
+
+
+def interpreter_for(facts: HostFacts, version: str) -> str | None:
+    return next((i.path for i in facts.python.interpreters if i.version == version), None)
+
+
+def os_packages(family: str, version: str) -> tuple[str, ...]:
+    if family == "debian":
+        return (f"python{version}", f"python{version}-venv")
+    return (f"python{version}",)
+
+
+@dataclass(frozen=True)
+class InstallPython:
+    family: str
+    env: EnvChoice
+    arch: str
+    id: str = "install-python"
+    title: str = "Install a newer Python"
+    needs_reboot: bool = False
+    reboot: bool = False
+    targets: tuple[Target, ...] = (Target.HOST,)
+
+    @property
+    def why(self) -> str:
+        where = (
+            "a distribution package"
+            if self.env.python_source == "os-package"
+            else "a standalone CPython installed by uv under /opt/gpuwizard/python"
+        )
+        return (
+            f"The chosen PyTorch needs Python {self.env.python}; the system's python3 is older. "
+            f"It is added beside it as {where}; the system's own Python and its packages stay as they are."
+        )
+
+    def check(self, facts: HostFacts) -> Check:
+        path = interpreter_for(facts, self.env.python)
+        return Check(
+            path is not None,
+            f"Python {self.env.python} at {path}" if path else f"no Python {self.env.python}",
+        )
+
+    def plan(self, facts: HostFacts) -> tuple[Action, ...]:
+        if self.check(facts).satisfied:
+            return ()
+        if self.env.python_source == "os-package":
+            return install_packages(self.family, os_packages(self.family, self.env.python))
+        env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
+        return (
+            Run(
+                (
+                    "gpuwizard-fetch",
+                    f"pypi:uv=={UV_VERSION}",
+                    UV,
+                    "--sha256",
+                    UV_SHA256[self.arch],
+                    "--member",
+                    f"uv-{UV_VERSION}.data/scripts/uv",
+                ),
+                timeout_s=900,
+            ),
+            Run((UV, "python", "install", self.env.python), env=env, timeout_s=1800),
+        )
+
+    def verify(self, facts: HostFacts) -> Check:
+        return self.check(facts)

@@ -1,0 +1,253 @@
+"""Steps are pure declarations: plan() is empty exactly when check() holds, on every host."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuwizard.facts import Package
+from gpuwizard.plan import APT_ENV, Run, WriteFile
+from gpuwizard.planner import Options, OptionsError, plan_for, selection_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.steps import build_steps
+from gpuwizard.steps.base import PlanError
+from gpuwizard.steps.install_docker import merged_daemon_json
+from tests.conftest import PROFILE_NAMES, facts_of
+
+INSTALLABLE = [n for n in PROFILE_NAMES if n != "nogpu-ubuntu2204"]
+ALL_OPTIONS = Options(
+    needs_nvcc=True, cudnn=True, docker=True, dcgm=True, nccl=True, hold_driver=True
+)
+
+
+def recommendation(table, name: str, needs_nvcc: bool = False) -> Recommendation:
+    facts = facts_of(name)
+    result = recommend(table, target_from_facts(facts, table), Choices(needs_nvcc=needs_nvcc))
+    assert isinstance(result, Recommendation)
+    return result
+
+
+def steps_for(table, name: str, options: Options = Options()):
+    facts = facts_of(name)
+    selection = selection_for(
+        facts, recommendation(table, name, options.needs_nvcc), options, table
+    )
+    return facts, build_steps(selection, facts)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [Options(), ALL_OPTIONS, Options(env_kind="conda")],
+    ids=["defaults", "everything", "conda"],
+)
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_plan_is_empty_exactly_when_check_is_satisfied(table, name, options):
+    facts, steps = steps_for(table, name, options)
+    for step in steps:
+        assert (step.plan(facts) == ()) == step.check(facts).satisfied, step.id
+        assert step.check(facts).reason, step.id
+
+
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_every_step_says_why(table, name):
+    _, steps = steps_for(table, name, ALL_OPTIONS)
+    for step in steps:
+        assert len(step.why) > 40 and step.title, step.id
+
+
+def test_a_fresh_host_plan_in_order(table):
+    _, plan = plan_for(
+        facts_of("h100x8-ubuntu2204-fresh"),
+        recommendation(table, "h100x8-ubuntu2204-fresh"),
+        Options(),
+        table,
+    )
+    todo = [s.id for s in plan.steps if not s.satisfied]
+    assert todo == [
+        "blacklist-nouveau",
+        "install-nvidia-driver",
+        "install-fabric-manager",
+        "enable-persistence",
+        "reboot",
+        "create-env",
+        "install-torch",
+        "verify-torch",
+    ]
+    assert plan.step("reboot").reboot and plan.step("blacklist-nouveau").needs_reboot
+
+
+def test_apt_runs_non_interactive_with_a_lock_timeout(table):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
+    driver = next(s for s in steps if s.id == "install-nvidia-driver")
+    update, install = driver.plan(facts)
+    assert isinstance(install, Run) and install.env == APT_ENV
+    assert "DPkg::Lock::Timeout=600" in install.argv and "--force-confold" in " ".join(install.argv)
+    assert {"nvidia-driver-580-server-open", "nvidia-utils-580-server"} <= set(install.argv)
+    assert isinstance(update, Run) and update.retry_on_lock
+
+
+def test_a_pending_kernel_is_applied_and_rebooted_first(table):
+    facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")
+    ids = [s.id for s in steps]
+    assert (
+        ids.index("upgrade-kernel")
+        < ids.index("reboot-kernel")
+        < ids.index("install-headers")
+        < ids.index("install-nvidia-driver")
+    )
+    headers = next(s for s in steps if s.id == "install-headers")
+    assert headers.check(facts).satisfied  # headers exist for 5.4.0-218, the kernel that boots next
+    assert not next(s for s in steps if s.id == "upgrade-kernel").check(facts).satisfied
+
+
+def test_missing_headers_are_installed_for_the_running_kernel(table):
+    facts, steps = steps_for(table, "t4-debian12-fresh")
+    headers = next(s for s in steps if s.id == "install-headers")
+    assert any(
+        "linux-headers-6.1.0-37-cloud-amd64" in a.argv
+        for a in headers.plan(facts)
+        if isinstance(a, Run)
+    )
+
+
+def test_nouveau_blacklist_writes_the_file_and_rebuilds_the_initramfs(table):
+    facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")
+    write, rebuild = next(s for s in steps if s.id == "blacklist-nouveau").plan(facts)
+    assert (
+        isinstance(write, WriteFile)
+        and "blacklist nouveau\noptions nouveau modeset=0" in write.content
+    )
+    assert isinstance(rebuild, Run) and rebuild.argv[0] == "update-initramfs"
+
+
+def test_rocky_uses_dracut_and_a_dnf_module_stream(table):
+    facts, steps = steps_for(table, "l40sx4-rocky9-fresh")
+    plans = {s.id: s.plan(facts) for s in steps}
+    assert plans["blacklist-nouveau"][1].argv[0] == "dracut"
+    assert plans["install-nvidia-driver"][0].argv[-1] == "nvidia-driver:580-open"
+    assert plans["add-cuda-repo"][1].argv[-1].endswith("/rhel9/x86_64/cuda-rhel9.repo")
+    assert plans["install-python"][0].argv[-1] == "python3.12"
+
+
+def test_secure_boot_on_ubuntu_uses_signed_modules_without_mok(table):
+    facts, steps = steps_for(table, "rtx5090-ubuntu2404-secureboot")
+    ids = [s.id for s in steps]
+    assert "enroll-mok" not in ids and "install-headers" not in ids
+
+
+def test_secure_boot_with_dkms_asks_for_a_mok_password(table):
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
+    rec = recommend(table, target_from_facts(facts, table))
+    steps = build_steps(selection_for(facts, rec, Options(), table), facts)
+    mok = next(s for s in steps if s.id == "enroll-mok")
+    generate, importing = mok.plan(facts)
+    assert generate.argv == ("dkms", "generate_mok")
+    assert {r.name for r in importing.answers.values()} == {"mok-password"}
+    assert mok.needs_reboot and "console" in mok.why
+
+
+def test_a_kept_driver_skips_the_whole_driver_side(table):
+    facts, steps = steps_for(table, "v100x4-ubuntu2204-driver535")
+    ids = [s.id for s in steps]
+    assert (
+        "install-nvidia-driver" not in ids
+        and "reboot" not in ids
+        and "blacklist-nouveau" not in ids
+    )
+    assert ids[-3:] == ["create-env", "install-torch", "verify-torch"]
+
+
+def test_wsl_only_sets_up_python(table):
+    _, steps = steps_for(table, "wsl2-ubuntu2204-rtx4090")
+    assert [s.id for s in steps] == ["repair-dpkg", "create-env", "install-torch", "verify-torch"]
+
+
+def test_python_38_gets_a_standalone_python_from_a_pinned_uv(table):
+    facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")
+    python = next(s for s in steps if s.id == "install-python")
+    fetch, install = python.plan(facts)
+    assert fetch.argv[0] == "gpuwizard-fetch" and "--sha256" in fetch.argv
+    assert install.argv[1:] == ("python", "install", "3.12")
+
+
+def test_torch_is_pinned_from_its_index(table):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
+    _, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    assert install.argv[-4:] == (
+        "--index-url",
+        "https://download.pytorch.org/whl/cu130",
+        "torch==2.14.1",
+        "torchvision==0.29.1",
+    )
+
+
+def test_installed_torch_of_another_build_is_not_accepted(table):
+    from gpuwizard.steps.install_torch import installed_matches
+
+    assert installed_matches("2.14.1+cu130", "2.14.1", "cu130")
+    assert installed_matches("2.14.1", "2.14.1", "cu130")
+    assert not installed_matches("2.14.1+cu126", "2.14.1", "cu130")
+    assert not installed_matches("2.13.0+cu130", "2.14.1", "cu130")
+
+
+def test_cuda_toolkit_goes_to_profile_d_not_bashrc(table):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh", Options(needs_nvcc=True))
+    actions = next(s for s in steps if s.id == "install-cuda-toolkit").plan(facts)
+    write = actions[-1]
+    assert isinstance(write, WriteFile) and write.path == "/etc/profile.d/gpuwizard-cuda.sh"
+    assert "/usr/local/cuda-13.0/bin" in write.content
+
+
+def test_daemon_json_merge_keeps_every_key():
+    merged = merged_daemon_json(
+        '{"data-root": "/data/docker", "registry-mirrors": ["https://m"], "runtimes": {"runc2": {"path": "x"}}}'
+    )
+    assert '"data-root": "/data/docker"' in merged and '"registry-mirrors"' in merged
+    assert '"runc2"' in merged and '"nvidia"' in merged
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"])
+def test_an_invalid_daemon_json_is_never_overwritten(content):
+    with pytest.raises(PlanError, match="left untouched"):
+        merged_daemon_json(content)
+
+
+def test_packages_installed_make_the_driver_step_done(table):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
+    driver = next(s for s in steps if s.id == "install-nvidia-driver")
+    names = driver.driver.packages
+    installed = dataclasses.replace(
+        facts.installs,
+        packages=(*facts.installs.packages, *(Package(n, "580.95.05-1") for n in names)),
+    )
+    facts = dataclasses.replace(facts, installs=installed)
+    assert driver.check(facts).satisfied
+    assert not driver.verify(facts).satisfied  # no module built yet for the kernel that boots next
+    assert "make.log" in driver.verify(facts).reason
+
+
+@pytest.mark.parametrize("name", ["../etc", "a b", "", "x" * 65, "-rf", "$(touch pwn)"])
+def test_a_hostile_environment_name_is_refused(table, name):
+    with pytest.raises(OptionsError, match="environment name"):
+        selection_for(
+            facts_of("h100x8-ubuntu2204-fresh"),
+            recommendation(table, "h100x8-ubuntu2204-fresh"),
+            Options(env_name=name),
+            table,
+        )
+
+
+def test_the_plan_round_trips_through_json(table):
+    from gpuwizard.plan import Plan
+
+    _, plan = plan_for(
+        facts_of("a100x4-ubuntu2004-fresh"),
+        recommendation(table, "a100x4-ubuntu2004-fresh"),
+        ALL_OPTIONS,
+        table,
+    )
+    assert Plan.from_json(plan.to_json()) == plan

@@ -1,0 +1,94 @@
+"""What the user chose to install, resolved: the input of the install steps.
+
+The recommender proposes, the user adjusts (environment kind, optional parts), and the planner
+turns both into a ``Selection``. Steps read nothing else, so a recorded answers file that
+reproduces the Selection reproduces the plan. Pure data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+DriverAction = Literal["install", "keep", "upgrade"]
+Flavor = Literal["open", "proprietary"]
+EnvKind = Literal["venv", "conda"]
+PythonSource = Literal["system", "os-package", "standalone"]
+"""Where the environment's interpreter comes from: the system python3, an extra distribution
+package (python3.12 on Rocky 9), or a standalone CPython installed by uv."""
+
+
+@dataclass(frozen=True)
+class DriverChoice:
+    action: DriverAction
+    branch: str
+    version: str
+    flavor: Flavor | None
+    packages: tuple[str, ...] = ()
+    source: str = "ubuntu-archive"
+    """ubuntu-archive | cuda-repo-apt | cuda-repo-dnf | host | installed."""
+    module_stream: str | None = None
+    signed_modules: bool = False
+    """Ubuntu's Canonical-signed prebuilt modules (Secure Boot without MOK enrollment)."""
+
+    @property
+    def installs(self) -> bool:
+        return self.action != "keep"
+
+
+@dataclass(frozen=True)
+class TorchChoice:
+    version: str
+    variant: str
+    index_url: str
+    torchvision: str | None
+    torchaudio: str | None = None
+
+    def requirements(self) -> tuple[str, ...]:
+        pins = [f"torch=={self.version}"]
+        pins += [f"torchvision=={self.torchvision}"] if self.torchvision else ["torchvision"]
+        pins += [f"torchaudio=={self.torchaudio}"] if self.torchaudio else []
+        return tuple(pins)
+
+
+@dataclass(frozen=True)
+class EnvChoice:
+    kind: EnvKind
+    path: str
+    """Absolute; a venv under /opt/gpuwizard/envs or a conda env under Miniforge's envs."""
+    python: str
+    """major.minor."""
+    python_source: PythonSource = "system"
+
+
+@dataclass(frozen=True)
+class Extras:
+    """Optional parts from the guide, each off unless chosen."""
+
+    cuda_toolkit: str | None = None
+    """A CUDA version ("13.0") when nvcc is wanted, matching the torch build."""
+    cudnn: bool = False
+    docker: bool = False
+    dcgm: bool = False
+    nccl: bool = False
+    hold_driver: bool = False
+    persistence: bool = True
+
+
+@dataclass(frozen=True)
+class Selection:
+    family: Literal["debian", "rhel"]
+    cuda_repo: str
+    """NVIDIA's repository folder for this OS: ubuntu2204, debian12, rhel9, ..."""
+    arch: str
+    driver: DriverChoice
+    torch: TorchChoice
+    env: EnvChoice
+    extras: Extras = Extras()
+    wsl: bool = False
+    """Under WSL the driver is Windows'; only the Python side is set up."""
+
+    @property
+    def repo_arch(self) -> str:
+        """NVIDIA's name for the CPU architecture in repository URLs."""
+        return "sbsa" if self.arch == "aarch64" else "x86_64"
