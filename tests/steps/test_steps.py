@@ -30,7 +30,10 @@ def recommendation(table, name: str, needs_nvcc: bool = False) -> Recommendation
     return result
 
 
-def steps_for(table, name: str, options: Options = Options()):
+DEFAULTS = Options()
+
+
+def steps_for(table, name: str, options: Options = DEFAULTS):
     facts = facts_of(name)
     selection = selection_for(
         facts, recommendation(table, name, options.needs_nvcc), options, table
@@ -133,7 +136,7 @@ def test_rocky_uses_dracut_and_a_dnf_module_stream(table):
 
 
 def test_secure_boot_on_ubuntu_uses_signed_modules_without_mok(table):
-    facts, steps = steps_for(table, "rtx5090-ubuntu2404-secureboot")
+    _, steps = steps_for(table, "rtx5090-ubuntu2404-secureboot")
     ids = [s.id for s in steps]
     assert "enroll-mok" not in ids and "install-headers" not in ids
 
@@ -151,7 +154,7 @@ def test_secure_boot_with_dkms_asks_for_a_mok_password(table):
 
 
 def test_a_kept_driver_skips_the_whole_driver_side(table):
-    facts, steps = steps_for(table, "v100x4-ubuntu2204-driver535")
+    _, steps = steps_for(table, "v100x4-ubuntu2204-driver535")
     ids = [s.id for s in steps]
     assert (
         "install-nvidia-driver" not in ids
