@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import Environment, HostFacts
-from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR
+from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR, PYTHONS_DIR
 from gpuwizard.plan import Action, Run, Target
 from gpuwizard.selection import EnvChoice
 from gpuwizard.steps.base import Check, fetch
-from gpuwizard.steps.install_python import interpreter_for
+from gpuwizard.steps.install_python import UV
 
 MINIFORGE_VERSION = "25.11.0-1"
 MINIFORGE_URL = "https://github.com/conda-forge/miniforge/releases/download"
@@ -59,7 +59,18 @@ class CreateEnv:
             return ()
         if self.env.kind == "conda":
             return self.conda_plan(facts)
-        python = interpreter_for(facts, self.env.python) or f"python{self.env.python}"
+        if self.env.python_source == "standalone":
+            # uv finds the CPython it installed by version; its exact path is not known in advance.
+            env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
+            return (
+                Run(
+                    (UV, "venv", "--seed", "--python", self.env.python, self.env.path),
+                    env=env,
+                    timeout_s=600,
+                ),
+            )
+        # A path fixed before the run, so the reviewed plan stays the plan after earlier steps.
+        python = f"/usr/bin/python{self.env.python}"
         return (Run((python, "-m", "venv", "--clear", self.env.path), timeout_s=600),)
 
     def conda_plan(self, facts: HostFacts) -> tuple[Action, ...]:

@@ -26,6 +26,7 @@ from gpuwizard.report import host_lines
 if TYPE_CHECKING:
     from gpuwizard.host import Host
     from gpuwizard.recommend.target import Target
+    from gpuwizard.runner.control import Backend
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -91,6 +92,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
     recommend.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    apply = sub.add_parser("apply", help="install the recommended setup without the TUI")
+    apply.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask: apply the plan and reboot when a step needs it",
+    )
+    apply.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    apply.add_argument("--verbose", action="store_true", help="print every command's output")
+    apply.add_argument(
+        "--reset", action="store_true", help="simulation only: start the simulated host over"
+    )
+    apply.add_argument("--torch", metavar="VERSION")
+    apply.add_argument("--variant", metavar="cuXYZ")
+    apply.add_argument("--keep-driver", action="store_true")
+    apply.add_argument(
+        "--needs-nvcc", action="store_true", help="also install the CUDA toolkit (nvcc)"
+    )
+    apply.add_argument(
+        "--env", choices=("venv", "conda"), default="venv", help="Python environment kind"
+    )
+    apply.add_argument("--env-name", default="pytorch", help="name under /opt/gpuwizard/envs")
+    for extra in ("cudnn", "docker", "dcgm", "nccl", "hold-driver"):
+        apply.add_argument(
+            f"--{extra}", action="store_true", help=f"also set up {extra.replace('-', ' ')}"
+        )
+    apply.add_argument(
+        "--no-persistence", action="store_true", help="leave nvidia-persistenced off"
+    )
+    apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
     sub.add_parser("profiles", help="list the built-in simulated hosts")
 
@@ -230,6 +261,81 @@ def online_report(table: CompatTable) -> dict[str, object]:
     }
 
 
+def backend_for(args: argparse.Namespace) -> Backend:
+    if args.simulate:
+        from gpuwizard.sim.backend import sim_backend
+        from gpuwizard.sim.profiles import UnknownProfile, find_profile
+
+        try:
+            find_profile(args.simulate)
+        except UnknownProfile as error:
+            raise UsageError(f"--simulate: {error}") from None
+        return sim_backend(args.simulate, reset=getattr(args, "reset", False))
+    if getattr(args, "reset", False):
+        raise UsageError("--reset starts a simulated host over; it needs --simulate PROFILE")
+    return real_backend()
+
+
+def reboot_this_machine() -> None:
+    import subprocess
+
+    subprocess.run(["systemctl", "reboot"], check=False)
+
+
+def real_backend() -> Backend:
+    import os
+
+    from gpuwizard.paths import STATE_DIR
+
+    if os.geteuid() != 0:
+        raise UsageError(
+            "installing changes the system: run it as root (sudo gpuwizard apply ...), or try --simulate PROFILE"
+        )
+    owner = os.environ.get("SUDO_UID")
+    runner = (
+        sys.executable,
+        "-m",
+        "gpuwizard.runner",
+        "run",
+        "--state",
+        STATE_DIR,
+        *(("--owner", owner) if owner else ()),
+    )
+    return Backend(
+        name="this machine",
+        host=local_host,
+        state_dir=Path(STATE_DIR),
+        runner=runner,
+        env={},
+        reboot=reboot_this_machine,
+    )
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from gpuwizard.headless import ApplyError, ApplyRequest, apply
+    from gpuwizard.planner import Options
+    from gpuwizard.recommend.result import Choices
+
+    options = Options(
+        env_kind=args.env, env_name=args.env_name, needs_nvcc=args.needs_nvcc, cudnn=args.cudnn, docker=args.docker,
+        dcgm=args.dcgm, nccl=args.nccl, hold_driver=args.hold_driver, persistence=not args.no_persistence,
+    )  # fmt: skip
+    choices = Choices(
+        torch=args.torch,
+        variant=check_variant(args.variant),
+        keep_driver=args.keep_driver,
+        needs_nvcc=args.needs_nvcc,
+    )
+    request = ApplyRequest(
+        choices, options, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose
+    )
+    try:
+        return apply(backend_for(args), request)
+    except ApplyError as error:
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        return error.code
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
     del args
     from gpuwizard.sim.profiles import list_profiles
@@ -273,6 +379,7 @@ def cmd_default(args: argparse.Namespace) -> int:
 COMMANDS = {
     "detect": cmd_detect,
     "recommend": cmd_recommend,
+    "apply": cmd_apply,
     "profiles": cmd_profiles,
     "capture-host": cmd_capture,
     None: cmd_default,

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
+
+# Consumers end their match on Action with assert_never (in typing from Python 3.11).
+if sys.version_info >= (3, 11):
+    from typing import assert_never as assert_never
+else:  # pragma: no cover - Python 3.10
+    from typing_extensions import assert_never as assert_never
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 
@@ -67,8 +74,10 @@ class Run:
     """Exit codes that mean success (``cloud-init status --wait`` exits 2 when degraded)."""
 
     def display(self) -> str:
+        """The command as a person reads it; an inline script shows as its size, not its text."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items() if k not in APT_ENV)
-        command = shlex.join(self.argv)
+        shown = [f"<script, {a.count(chr(10)) + 1} lines>" if "\n" in a else a for a in self.argv]
+        command = shlex.join(shown)
         return f"{env} {command}" if env else command
 
 

@@ -98,7 +98,7 @@ def selection_for(
             d.branch,
             d.version,
             d.flavor,
-            d.packages,
+            d.core_packages,
             d.source,
             d.module_stream,
             d.signed_modules,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from gpuwizard.detect.installs import parse_package_list
-from gpuwizard.version import kernel_sort_key
 from gpuwizard.detect.kernel import (
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
@@ -17,6 +16,7 @@ from gpuwizard.detect.os_release import parse_os_release
 from gpuwizard.detect.pci import parse_hex_id, parse_pci_ids_nvidia
 from gpuwizard.detect.platform import parse_boot_id, parse_cloud_init_status
 from gpuwizard.detect.system import parse_cpuinfo, parse_df, parse_meminfo_mib, parse_speed
+from gpuwizard.version import kernel_sort_key
 
 LINUX_MINT = """NAME="Linux Mint"
 VERSION="21.3 (Virginia)"

@@ -18,6 +18,7 @@ from gpuwizard.paths import MINIFORGE_DIR
 PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
+    "linux-modules-nvidia-*",
     "cuda-*",
     "libcudnn*",
     "cudnn*",
@@ -28,6 +29,8 @@ PACKAGE_PATTERNS = (
     "kernel-headers*",
     "docker-ce",
     "docker.io",
+    "python3.1?",
+    "python3.1?-venv",
 )
 DPKG_QUERY = ("dpkg-query", "-W", "-f=${binary:Package}\\t${Version}\\t${db:Status-Abbrev}\\n")
 RPM_QUERY = ("rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii \\n")

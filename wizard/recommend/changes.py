@@ -7,6 +7,8 @@ a Secure Boot key to enroll). ``notes`` adds what the user should know but need 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpuwizard.recommend.result import DriverPlan, PythonPlan
 from gpuwizard.recommend.rules import DriverOption
 from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
@@ -15,23 +17,41 @@ from gpuwizard.recommend.target import Target
 UNKNOWN_KERNEL = "$(uname -r)"
 
 
+@dataclass(frozen=True)
+class DriverPackages:
+    core: tuple[str, ...]
+    """The driver itself (or Canonical's signed prebuilt modules plus the driver)."""
+    supporting: tuple[str, ...]
+    """What it needs here: kernel headers for DKMS, Fabric Manager on NVSwitch systems."""
+    module_stream: str | None
+    signed: bool
+
+
 def driver_packages(
     table: CompatTable, target: Target, os_row: OsRelease, option: DriverOption
-) -> tuple[tuple[str, ...], str | None, bool]:
-    """(packages, dnf module stream, signed prebuilt modules) for installing ``option``."""
+) -> DriverPackages:
     names = table.packages[os_row.driver_source]
     flavor = option.flavor or "open"
     signed_names = names.signed_open if flavor == "open" else names.signed_proprietary
     signed = target.secure_boot == "enabled" and bool(signed_names)
-    template = signed_names if signed else (names.open if flavor == "open" else names.proprietary)
-    if not signed:
-        template = template + names.headers  # DKMS builds the module against these headers
-    if target.nvswitch:
-        template = template + names.fabricmanager
+    core = signed_names if signed else (names.open if flavor == "open" else names.proprietary)
+    supporting = (() if signed else names.headers) + (
+        names.fabricmanager if target.nvswitch else ()
+    )
     kernel = target.kernel or UNKNOWN_KERNEL
-    packages = tuple(dict.fromkeys(t.format(branch=option.branch, kernel=kernel) for t in template))
+
+    def fill(templates: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys(t.format(branch=option.branch, kernel=kernel) for t in templates)
+        )
+
     stream = names.module_stream.get(flavor) if names.module_stream else None
-    return packages, stream.format(branch=option.branch) if stream else None, signed
+    return DriverPackages(
+        fill(core),
+        fill(supporting),
+        stream.format(branch=option.branch) if stream else None,
+        signed,
+    )
 
 
 def changes(

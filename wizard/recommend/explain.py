@@ -91,17 +91,18 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
             (),
             "host" if target.driver_managed_elsewhere else "installed",
         )
-    packages, stream, signed = change_list.driver_packages(table, target, found.os_row, option)
+    names = change_list.driver_packages(table, target, found.os_row, option)
     return DriverPlan(
         option.action,
         option.branch,
         option.version,
         min_version,
         option.flavor,
-        packages,
+        names.core + names.supporting,
         found.os_row.driver_source,
-        stream,
-        signed,
+        names.module_stream,
+        names.signed,
+        names.core,
     )
 
 

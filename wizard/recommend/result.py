@@ -64,6 +64,8 @@ class DriverPlan:
     """ubuntu-archive, cuda-repo-apt, cuda-repo-dnf, or "host" when the driver is not ours."""
     module_stream: str | None = None
     signed_modules: bool = False
+    core_packages: tuple[str, ...] = ()
+    """The driver itself; ``packages`` adds the headers and Fabric Manager it needs here."""
 
 
 @dataclass(frozen=True)

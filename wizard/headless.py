@@ -1,0 +1,244 @@
+"""``gpuwizard apply``: the same plan, runner, journal and events as the TUI, without a screen.
+
+Detect, recommend, plan; show the plan and ask (or ``--yes``); start the detached runner and
+print one line per event until it stops. Attaches instead when a runner is already at work, and
+resumes an unfinished run (after its reboot) with the same command. Exit codes: 0 everything
+done and verified, 10 stopped for a reboot (run the same command after it), 1 a step failed or
+the host changed, 2 bad input. Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from gpuwizard.detect import detect_host
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import Plan, Run
+from gpuwizard.planner import Options, OptionsError, plan_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Refusal
+from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.control import (
+    Backend,
+    current,
+    last_outcome,
+    launch,
+    prepare_run,
+    wait_until_started,
+)
+from gpuwizard.runner.follow import BadLine, EventFollower, Restarted
+from gpuwizard.runner.lock import read_run_record, runner_status
+from gpuwizard.runner.secrets import send_secret
+from gpuwizard.runner.session import EVENTS
+from gpuwizard.selection import Selection
+from gpuwizard.steps.base import PlanError
+
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
+
+
+class ApplyError(Exception):
+    """Refused before anything changed; printed as one line (exit 2, or 3 when unsupported)."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    choices: Choices = field(default_factory=Choices)
+    options: Options = field(default_factory=Options)
+    yes: bool = False
+    dry_run: bool = False
+    verbose: bool = False
+
+
+def make_plan(facts: HostFacts, request: ApplyRequest) -> tuple[Plan, Selection]:
+    table = load_table()
+    result = recommend(table, target_from_facts(facts, table), request.choices)
+    if isinstance(result, Refusal):
+        raise ApplyError(f"nothing to install: {result.reason}", 3)
+    try:
+        selection, plan = plan_for(facts, result, request.options, table)
+    except (OptionsError, PlanError) as error:
+        raise ApplyError(str(error)) from None
+    return plan, selection
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    lines = [f"  {line}" for line in plan.summary]
+    todo = [s for s in plan.steps if not s.satisfied]
+    lines.append(f"\n{len(todo)} of {len(plan.steps)} steps to do:")
+    for number, step in enumerate(todo, 1):
+        mark = (
+            " (reboot)"
+            if step.reboot
+            else " (takes effect after the reboot)"
+            if step.needs_reboot
+            else ""
+        )
+        lines.append(f"{number:>3}. {step.title}{mark}")
+        lines += [
+            f"       $ {a.display()}" if isinstance(a, Run) else f"       {a.display()}"
+            for a in step.actions
+        ]
+    return lines
+
+
+class Printer:
+    """One line per event; the live log only with --verbose, and its tail when a step fails."""
+
+    def __init__(self, out: TextIO, verbose: bool) -> None:
+        self.out = out
+        self.verbose = verbose
+        self.tail: list[str] = []
+        self.outcome: str | None = None
+
+    def show(self, event: ev.RunEvent) -> None:  # noqa: C901 - one branch per event kind
+        write = self.out.write
+        match event:
+            case ev.StepStarted():
+                self.tail = []
+                write(f"==> {event.title}\n")
+            case ev.StepSkipped():
+                write(f"    skip {event.step}: {event.reason}\n")
+            case ev.ActionStarted():
+                write(f"    $ {event.command[:200]}\n")
+            case ev.LogLines():
+                self.tail = (self.tail + list(event.lines))[-15:]
+                if self.verbose:
+                    write("".join(f"      {line}\n" for line in event.lines))
+            case ev.StepFinished():
+                write(f"    {'done' if event.ok else 'FAILED'}: {event.step}: {event.reason}\n")
+                if not event.ok and not self.verbose:
+                    write("".join(f"      | {line}\n" for line in self.tail))
+                if not event.ok and event.log:
+                    write(f"    full log: {event.log}\n")
+            case ev.StepAwaitingReboot():
+                write(f"    {event.step}: {event.reason}\n")
+            case ev.RebootRequested():
+                self.outcome = "reboot"  # stays so if the reboot itself ends the runner
+                write(f"==> reboot needed: {event.reason}\n")
+            case ev.RebootDetected():
+                write("==> the machine rebooted; checking again\n")
+            case ev.RunStopped():
+                self.outcome = "reboot" if event.reason == "reboot" else "failed"
+                write(f"==> stopped: {event.why}\n")
+            case ev.RunFinished():
+                self.outcome = "done"
+                write(f"==> {event.summary}\n")
+            case _:
+                pass
+        self.out.flush()
+
+
+def answer_secret(backend: Backend, event: ev.PromptShown, ask: Callable[[str], str]) -> None:
+    try:
+        value = ask(f"{event.text}: ")
+    except (EOFError, OSError):
+        return
+    send_secret(backend.state_dir, value)
+
+
+def follow_run(
+    backend: Backend,
+    printer: Printer,
+    boot_id: str | None,
+    ask: Callable[[str], str] = getpass.getpass,
+    offset: int = 0,
+) -> str | None:
+    follower = EventFollower(backend.state_dir / EVENTS, offset)
+
+    def runner_gone() -> bool:
+        return runner_status(backend.state_dir, boot_id) != "running"
+
+    for item in follower.follow(runner_gone):
+        if isinstance(item, Restarted | BadLine):
+            continue
+        event = item.event
+        if isinstance(event, ev.PromptShown) and event.secret:
+            answer_secret(backend, event, ask)
+        printer.show(event)
+    return printer.outcome
+
+
+def runner_log_tail(backend: Backend, lines: int = 10) -> list[str]:
+    try:
+        return (backend.state_dir / "runner.log").read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def exit_code(outcome: str | None) -> int:
+    if outcome == "done":
+        return EXIT_DONE
+    if outcome == "reboot":
+        return EXIT_REBOOT
+    return EXIT_FAILED
+
+
+def confirm(out: TextIO, prompt: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    out.write(prompt)
+    out.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
+    facts = detect_host(backend.host())
+    state = current(backend.state_dir, facts.boot.boot_id)
+    printer = Printer(out, request.verbose)
+    if state.problem:
+        raise ApplyError(state.problem)
+    if state.status == "running":
+        out.write(f"A runner is already at work on {backend.name}; following it.\n")
+        return exit_code(follow_run(backend, printer, facts.boot.boot_id))
+    # A run stopped because the host changed under it is planned afresh (and reviewed again).
+    replan = last_outcome(backend.state_dir) == "changed"
+    unfinished = state.journal is not None and not state.journal.data.finished and not replan
+    if unfinished and not request.dry_run:
+        run_id = state.journal.data.run_id if state.journal else ""
+        out.write(f"Continuing the unfinished setup ({run_id}) on {backend.name}.\n")
+    else:
+        plan, selection = make_plan(facts, request)
+        out.write(f"Plan for {backend.name}:\n" + "\n".join(plan_lines(plan)) + "\n")
+        if request.dry_run:
+            out.write("\n(dry run: nothing was changed)\n")
+            return EXIT_DONE
+        if not any(not s.satisfied for s in plan.steps):
+            out.write("\nNothing to do: every step is already done.\n")
+            return EXIT_DONE
+        if not request.yes and not confirm(out, "\nApply this plan? [y/N] "):
+            raise ApplyError(
+                "not confirmed: nothing was changed (pass --yes to apply without asking)",
+                EXIT_FAILED,
+            )
+        prepare_run(backend.state_dir, plan, selection, facts)
+    command = [*backend.runner, *(["--yes"] if request.yes else [])]
+    previous = read_run_record(backend.state_dir)
+    events = backend.state_dir / EVENTS
+    history = events.stat().st_size if events.exists() else 0
+    process = launch(
+        command, backend.state_dir, env=backend.env, systemd=False if backend.simulated else None
+    )
+    started = wait_until_started(backend.state_dir, process, previous)
+    outcome = follow_run(backend, printer, facts.boot.boot_id, offset=history) if started else None
+    if outcome is None:
+        out.write(
+            f"The runner ended without reporting; its output is in {backend.state_dir / 'runner.log'}:\n"
+        )
+        out.write("".join(f"  | {line}\n" for line in runner_log_tail(backend)))
+    if outcome == "reboot" and not request.yes:
+        out.write(
+            "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
+        )
+    elif outcome == "reboot":
+        out.write("The machine is rebooting; log in again and run the same command to continue.\n")
+    return exit_code(outcome)

@@ -1,0 +1,38 @@
+"""The detached runner for the real machine: ``python -m gpuwizard.runner run --state DIR``.
+
+Started by ``gpuwizard apply`` or the TUI (through systemd-run or setsid), as root. The
+simulation starts ``python -m gpuwizard.sim.runner`` instead, which differs only in its Host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuwizard.detect import local_host
+from gpuwizard.paths import STATE_DIR
+from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.session import SessionOptions, run_session
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m gpuwizard.runner")
+    parser.add_argument("command", choices=("run",))
+    parser.add_argument("--state", type=Path, default=Path(STATE_DIR))
+    parser.add_argument(
+        "--yes", action="store_true", help="reboot without asking when a step needs it"
+    )
+    parser.add_argument("--owner", type=int, help="uid of the person who started the run")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    host = local_host()
+    options = SessionOptions(yes=args.yes, owner_uid=args.owner)
+    return run_session(lambda: host, Tools(), args.state, options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

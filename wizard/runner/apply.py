@@ -1,0 +1,219 @@
+"""Apply a reviewed plan: re-check each step on fresh facts, run it, verify it, record it.
+
+The loop, step by step (ARCHITECTURE X2, X3, X7, B1-B3):
+- before a step, facts are detected again: a satisfied step is skipped; a step whose fresh plan
+  differs from the reviewed one stops the run ("the host changed since you reviewed the plan");
+- each action is announced in the journal before it runs (write-ahead) and marked after, so a
+  crash resumes at the action that may have been half done, and never re-runs a finished one;
+- a step is done only when ``verify`` passes on fresh facts; one that takes effect at boot waits
+  in ``awaiting_reboot`` and is verified after the reboot;
+- a reboot step records the boot_id, stops and asks; only a changed, well-formed boot_id proves
+  the reboot happened. Reboot cycles per step are capped.
+Everything it touches is injected, so every path is tested without a system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import StepPlan
+from gpuwizard.runner.events import (
+    ActionFinished,
+    ActionStarted,
+    RebootDetected,
+    RebootRequested,
+    RunEvent,
+    RunFinished,
+    RunStopped,
+    StepAwaitingReboot,
+    StepFinished,
+    StepSkipped,
+    StepStarted,
+)
+from gpuwizard.runner.executor import Outcome
+from gpuwizard.runner.journal import (
+    FINISHED_STATES,
+    MAX_REBOOTS_PER_STEP,
+    Journal,
+    RebootRecord,
+    StepRecord,
+    now,
+)
+from gpuwizard.steps.base import PlanError, Step
+
+ExitKind = Literal["done", "failed", "reboot", "changed", "stopped"]
+StepOutcome = Literal["continue", "failed", "reboot", "changed"]
+StepRun = Generator[RunEvent, None, StepOutcome]
+
+
+@dataclass
+class Applier:
+    journal: Journal
+    steps: Mapping[str, Step]
+    probe: Callable[[], HostFacts]
+    execute: Callable[..., Outcome]
+    reboot_confirmed: bool = False
+    """--yes: run the reboot action instead of stopping to ask."""
+    restore: Callable[[str], list[str]] = lambda _step: []
+    log_path: Callable[[str], str | None] = lambda _step: None
+    exit: ExitKind = "stopped"
+
+    # ------------------------------------------------------------------------------ start-up
+    def resume_after_reboot(self, facts: HostFacts) -> Generator[RunEvent, None, bool]:
+        """Judge a requested reboot by the boot_id: happened, not happened, or unknown.
+
+        Returns True when the run must not continue.
+        """
+        pending = self.journal.data.reboot
+        if self.journal.data.machine_id and facts.machine_id != self.journal.data.machine_id:
+            why = "the machine-id changed since this run began: this state belongs to another machine (a cloned disk?)"
+            yield RunStopped("other-machine", why)
+            return True
+        if pending is None:
+            return False
+        if facts.boot.boot_id is None:
+            why = "the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"
+            yield RunStopped("boot-unknown", why, pending.step)
+            return True
+        if facts.boot.boot_id == pending.boot_id_before:
+            return False  # not rebooted yet: the reboot step is offered again below
+        yield RebootDetected(pending.boot_id_before or "unknown", facts.boot.boot_id)
+        self.journal.set(reboot=None)
+        yield from self.verify_waiting(facts)
+        return False
+
+    def verify_waiting(self, facts: HostFacts) -> Iterator[RunEvent]:
+        for record in self.journal.data.steps:
+            if record.state != "awaiting_reboot":
+                continue
+            check = self.steps[record.id].verify(facts)
+            if check.satisfied:
+                self.journal.update(record.id, state="done", reason=check.reason)
+                yield StepFinished(record.id, True, check.reason, self.log_path(record.id))
+            elif record.reboots < MAX_REBOOTS_PER_STEP:
+                self.journal.update(record.id, state="pending", next_action=0, reason=check.reason)
+                yield StepFinished(
+                    record.id, False, f"{check.reason}; trying once more", self.log_path(record.id)
+                )
+            else:
+                self.journal.update(record.id, state="failed", reason=check.reason)
+                yield StepFinished(
+                    record.id,
+                    False,
+                    f"{check.reason} (after {record.reboots} reboots)",
+                    self.log_path(record.id),
+                )
+
+    # ---------------------------------------------------------------------------------- loop
+    def run(self) -> Iterator[RunEvent]:
+        facts = self.probe()
+        if (yield from self.resume_after_reboot(facts)):
+            self.exit = "stopped"
+            return
+        for planned in self.journal.data.plan.steps:
+            record = self.journal.data.record(planned.id)
+            if record.state in FINISHED_STATES or record.state == "awaiting_reboot":
+                continue
+            if record.id in self.journal.data.skip_requested:
+                self.journal.update(record.id, state="skipped", reason="skipped by you")
+                yield StepSkipped(record.id, "skipped by you")
+                continue
+            outcome = yield from self.run_step(planned, record)
+            if outcome != "continue":
+                self.exit = outcome
+                return
+        self.journal.set(finished=True)
+        self.exit = "done"
+        yield RunFinished(True, "every step is done")
+
+    def run_step(self, planned: StepPlan, record: StepRecord) -> StepRun:
+        step = self.steps[planned.id]
+        facts = self.probe()
+        if record.state == "pending" and record.next_action == 0:
+            if step.check(facts).satisfied:
+                reason = step.check(facts).reason
+                self.journal.update(
+                    planned.id, state="skipped" if record.attempts == 0 else "done", reason=reason
+                )
+                yield StepSkipped(planned.id, reason)
+                return "continue"
+            try:
+                fresh = step.plan(facts)
+            except PlanError as error:
+                self.journal.update(planned.id, state="failed", reason=str(error))
+                yield StepFinished(planned.id, False, str(error))
+                yield RunStopped("failed", str(error), planned.id)
+                return "failed"
+            if fresh != planned.actions and record.attempts == 0:
+                why = f"the host changed since you reviewed the plan: {step.check(facts).reason}; review the plan again"
+                yield RunStopped("changed", why, planned.id)
+                return "changed"
+        if planned.reboot:
+            return (yield from self.request_reboot(planned, record, facts))
+        record = self.journal.update(planned.id, state="running", attempts=record.attempts + 1)
+        yield StepStarted(planned.id, planned.title, record.attempts)
+        for index in range(record.next_action, len(planned.actions)):
+            action = planned.actions[index]
+            self.journal.update(planned.id, next_action=index)
+            yield ActionStarted(planned.id, index, action.display())
+            outcome = self.execute(planned.id, action)
+            yield ActionFinished(planned.id, index, outcome.ok, outcome.result)
+            if not outcome.ok:
+                restored = self.restore(planned.id)
+                why = outcome.result + (f"; restored {', '.join(restored)}" if restored else "")
+                self.journal.update(planned.id, state="failed", reason=why, next_action=0)
+                yield StepFinished(planned.id, False, why, self.log_path(planned.id))
+                yield RunStopped("failed", why, planned.id)
+                return "failed"
+            self.journal.update(planned.id, next_action=index + 1)
+        return (yield from self.finish_step(step, planned))
+
+    def finish_step(self, step: Step, planned: StepPlan) -> StepRun:
+        facts = self.probe()
+        if planned.needs_reboot:
+            reason = "takes effect at the next boot"
+            record = self.journal.data.record(planned.id)
+            self.journal.update(
+                planned.id,
+                state="awaiting_reboot",
+                next_action=0,
+                reboots=record.reboots + 1,
+                reason=reason,
+            )
+            yield StepAwaitingReboot(planned.id, reason)
+            return "continue"
+        check = step.verify(facts)
+        if not check.satisfied:
+            self.journal.update(planned.id, state="failed", reason=check.reason, next_action=0)
+            yield StepFinished(planned.id, False, check.reason, self.log_path(planned.id))
+            yield RunStopped("failed", check.reason, planned.id)
+            return "failed"
+        self.journal.update(planned.id, state="done", reason=check.reason, next_action=0)
+        yield StepFinished(planned.id, True, check.reason, self.log_path(planned.id))
+        return "continue"
+
+    def request_reboot(self, planned: StepPlan, record: StepRecord, facts: HostFacts) -> StepRun:
+        if record.reboots >= MAX_REBOOTS_PER_STEP:
+            still = self.steps[planned.id].check(facts).reason
+            why = f"rebooted {record.reboots} times and still: {still}; stopping here rather than loop"
+            self.journal.update(planned.id, state="failed", reason=why)
+            yield StepFinished(planned.id, False, why)
+            yield RunStopped("failed", why, planned.id)
+            return "failed"
+        reason = self.steps[planned.id].check(facts).reason
+        self.journal.update(
+            planned.id, state="awaiting_reboot", reboots=record.reboots + 1, reason=reason
+        )
+        self.journal.set(
+            reboot=RebootRecord(planned.id, facts.boot.boot_id, now(), record.reboots + 1)
+        )
+        yield RebootRequested(planned.id, facts.boot.boot_id, record.reboots + 1, reason)
+        if self.reboot_confirmed:
+            yield ActionStarted(planned.id, 0, planned.actions[0].display())
+            outcome = self.execute(planned.id, planned.actions[0])
+            yield ActionFinished(planned.id, 0, outcome.ok, outcome.result)
+        yield RunStopped("reboot", f"reboot needed: {reason}", planned.id)
+        return "reboot"

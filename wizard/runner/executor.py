@@ -1,0 +1,227 @@
+"""Carry out one approved action on the host: a command through the pty driver, or a file write.
+
+Never decides what to run; that is the plan's job. Commands get a fixed environment, a log file
+per step, their known prompts answered and their secret prompts routed to the person. Two apt
+troubles are handled here, where they happen: a lock held by another apt (wait and retry with
+backoff, never delete the lock) and an interrupted dpkg (one ``dpkg --configure -a``, one retry).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuwizard.failpoints import failpoint
+from gpuwizard.host import SAFE_PATH, Host
+from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never
+from gpuwizard.runner.files import write_atomic
+from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
+
+BASE_ENV = {
+    "PATH": SAFE_PATH,
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "HOME": "/root",
+    "TERM": "dumb",
+}
+LOCK_MESSAGE = re.compile(
+    r"Could not get lock|Unable to acquire the dpkg frontend lock|is held by process"
+)
+DPKG_INTERRUPTED = re.compile(r"dpkg was interrupted, you must manually run")
+LOCK_RETRIES = 5
+MAX_EVENT_LINES = 200
+
+
+@dataclass(frozen=True)
+class Tools:
+    """How a Run's argv[0] becomes a program on this host.
+
+    gpuwizard's own tools (``gpuwizard-fetch``) run from its installation; everything else is
+    found on the fixed PATH, or, in the simulation, goes through ``shim`` so that nothing real is
+    ever touched.
+    """
+
+    builtin: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: {
+            "gpuwizard-fetch": (sys.executable, "-m", "gpuwizard.runner.fetch")
+        }
+    )
+    shim: tuple[str, ...] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """What the tools need in their environment besides the fixed one (the shim's sandbox)."""
+
+    def resolve(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        if self.shim is not None:
+            return (*self.shim, *argv)
+        if argv[0] in self.builtin:
+            return (*self.builtin[argv[0]], *argv[1:])
+        return argv
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    result: str
+    last_lines: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return self.result
+
+
+Emit = Callable[[str, tuple[str, ...], int], None]
+"""(step id, display lines, lines dropped) -> None: the live log."""
+
+
+class Executor:
+    def __init__(
+        self,
+        host: Host,
+        tools: Tools,
+        logs_dir: Path,
+        secrets: SecretSource | None,
+        on_lines: Emit,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.host = host
+        self.tools = tools
+        self.logs_dir = logs_dir
+        self.secrets = secrets
+        self.on_lines = on_lines
+        self.env = {**BASE_ENV, **tools.env, **(env or {})}
+        self.sleep = sleep
+        self.backups: dict[str, list[tuple[Path, Path | None]]] = {}
+
+    def log_path(self, step_id: str) -> Path:
+        return self.logs_dir / f"{step_id}.log"
+
+    def __call__(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
+        match action:
+            case Run():
+                return self.run(step_id, action)
+            case WriteFile():
+                return self.write(step_id, action)
+            case _:  # pragma: no cover - exhaustive
+                assert_never(action)
+
+    # ------------------------------------------------------------------------------ commands
+    def run(self, step_id: str, action: Run) -> Outcome:
+        if action.creates and self.host.exists(action.creates):
+            return Outcome(True, f"skipped: {action.creates} exists")
+        attempt, result = 0, self._spawn(step_id, action)
+        while (
+            action.retry_on_lock
+            and not self._ok(action, result)
+            and self._locked(result)
+            and attempt < LOCK_RETRIES
+        ):
+            attempt += 1
+            self._note(
+                step_id,
+                f"gpuwizard: another package manager holds the lock; waiting {2**attempt} s (try {attempt + 1})",
+            )
+            self.sleep(2**attempt)
+            result = self._spawn(step_id, action)
+        if not self._ok(action, result) and self._interrupted(result):
+            self._note(
+                step_id,
+                "gpuwizard: dpkg was interrupted earlier; running dpkg --configure -a once, then retrying",
+            )
+            repair = Run(
+                ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a"),
+                env=APT_ENV,
+                timeout_s=3600,
+            )
+            if self._ok(repair, self._spawn(step_id, repair)):
+                result = self._spawn(step_id, action)
+        return Outcome(self._ok(action, result), result.describe(), result.last_lines)
+
+    def _spawn(self, step_id: str, action: Run) -> RunResult | Outcome:
+        failpoint("executor.before_run")
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        argv = self.tools.resolve(action.argv)
+        answers = [Answer(re.compile(pattern), reply) for pattern, reply in action.answers.items()]
+        with self.log_path(step_id).open("ab") as log:
+            log.write(f"\n$ {action.display()}\n".encode())
+            try:
+                return run_command(
+                    argv,
+                    env={**self.env, **action.env},
+                    log=log,
+                    on_lines=lambda lines: self._lines(step_id, lines),
+                    answers=answers,
+                    secrets=self.secrets,
+                    timeout_s=action.timeout_s,
+                    silence_timeout_s=action.silence_timeout_s,
+                )
+            except CommandError as error:
+                log.write(f"gpuwizard: {error}\n".encode())
+                return Outcome(False, str(error))
+
+    @staticmethod
+    def _ok(action: Run, result: RunResult | Outcome) -> bool:
+        if isinstance(result, Outcome):
+            return result.ok
+        return (
+            result.signal is None
+            and result.timed_out is None
+            and result.exit_status in action.ok_codes
+        )
+
+    @staticmethod
+    def _tail(result: RunResult | Outcome) -> str:
+        return "\n".join(result.last_lines)
+
+    def _locked(self, result: RunResult | Outcome) -> bool:
+        return bool(LOCK_MESSAGE.search(self._tail(result)))
+
+    def _interrupted(self, result: RunResult | Outcome) -> bool:
+        return bool(DPKG_INTERRUPTED.search(self._tail(result)))
+
+    def _lines(self, step_id: str, lines: list[str]) -> None:
+        dropped = max(0, len(lines) - MAX_EVENT_LINES)
+        self.on_lines(step_id, tuple(lines[-MAX_EVENT_LINES:]), dropped)
+
+    def _note(self, step_id: str, text: str) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path(step_id).open("ab") as log:
+            log.write(text.encode() + b"\n")
+        self.on_lines(step_id, (text,), 0)
+
+    # --------------------------------------------------------------------------------- files
+    def write(self, step_id: str, action: WriteFile) -> Outcome:
+        target = self.host.path(action.path)
+        backup: Path | None = None
+        if action.backup:
+            backup = target.with_name(target.name + ".gpuwizard-bak")
+            if target.exists():
+                shutil.copy2(target, backup)
+            self.backups.setdefault(step_id, []).append(
+                (target, backup if target.exists() else None)
+            )
+        try:
+            write_atomic(target, action.content.encode("utf-8"), action.mode)
+        except OSError as error:
+            return Outcome(False, f"cannot write {action.path}: {error.strerror}")
+        self._note(step_id, f"gpuwizard: wrote {action.path} (mode {action.mode:o})")
+        return Outcome(True, f"wrote {action.path}")
+
+    def restore(self, step_id: str) -> list[str]:
+        """Put back the files a failed step replaced; returns what was restored."""
+        restored = []
+        for target, backup in self.backups.pop(step_id, []):
+            if backup is not None and backup.exists():
+                write_atomic(
+                    target,
+                    backup.read_bytes(),
+                    target.stat().st_mode & 0o777 if target.exists() else 0o644,
+                )
+            else:
+                target.unlink(missing_ok=True)
+            restored.append(str(target))
+        return restored

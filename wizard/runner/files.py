@@ -1,0 +1,67 @@
+"""Crash-safe file writes: temp file in the same directory, fsync, replace, fsync the directory.
+
+Readers see the old content or the new, never a mix, even after a power cut (dpkg's
+atomic-file.c does the same; Pillai et al., OSDI 2014). Files are created with their final mode
+(0600 for state), never chmod-ed afterwards. A last-good copy is kept by hard link when asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from gpuwizard.failpoints import failpoint
+
+TEMP_PREFIX = ".gpuwizard-tmp."
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create a directory readable by its owner only (0700), whatever the umask."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)  # created earlier by someone else: tighten once, then keep
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600, backup: Path | None = None) -> None:
+    """Replace ``path`` with ``data`` durably; ``backup`` receives the previous file (hard link)."""
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            failpoint("state.after_tmp_write")
+            handle.flush()
+            os.fsync(handle.fileno())
+        failpoint("state.after_fsync_before_replace")
+        if backup is not None and path.exists():
+            with contextlib.suppress(FileNotFoundError):
+                backup.unlink()
+            os.link(path, backup)
+        Path(tmp).replace(path)
+        failpoint("state.after_replace_before_dirsync")
+        fsync_dir(directory)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+
+
+def remove_stale_temps(directory: Path) -> int:
+    """Delete temp files a crash left behind; returns how many."""
+    removed = 0
+    for stale in directory.glob(f"{TEMP_PREFIX}*"):
+        stale.unlink(missing_ok=True)
+        removed += 1
+    return removed

@@ -1,0 +1,151 @@
+"""The journal: the durable record of a run — the reviewed plan, the selection it came from, each
+step's state, and the reboot in flight.
+
+Written atomically (temp file, fsync, hard-link the old file to .bak, replace, fsync the
+directory), mode 0600, with a schema version. An unreadable journal is never silently replaced:
+the last good copy is offered, or the run stops with a message. The journal is a record; the
+machine is the truth, so every state here is re-checked against fresh facts before it is acted
+on. It never holds a secret.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.failpoints import failpoint
+from gpuwizard.plan import Plan
+from gpuwizard.runner.files import write_atomic
+from gpuwizard.selection import Selection
+
+SCHEMA = 1
+MAX_REBOOTS_PER_STEP = 2
+StepState = Literal["pending", "running", "awaiting_reboot", "done", "failed", "skipped"]
+FINISHED_STATES = ("done", "skipped")
+
+
+class JournalError(RuntimeError):
+    """The journal cannot be read or written; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    id: str
+    state: StepState = "pending"
+    reason: str = ""
+    attempts: int = 0
+    reboots: int = 0
+    """How many reboots this step has waited for; capped at MAX_REBOOTS_PER_STEP."""
+    next_action: int = 0
+    """Write-ahead: actions before this index finished; this one may have started."""
+
+
+@dataclass(frozen=True)
+class RebootRecord:
+    step: str
+    boot_id_before: str | None
+    requested_at: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class JournalData:
+    schema: int
+    run_id: str
+    machine_id: str | None
+    plan: Plan
+    selection: Selection
+    steps: tuple[StepRecord, ...]
+    reboot: RebootRecord | None = None
+    finished: bool = False
+    updated_at: str = ""
+    skip_requested: tuple[str, ...] = field(default=())
+
+    def record(self, step_id: str) -> StepRecord:
+        return next(r for r in self.steps if r.id == step_id)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_journal(run_id: str, plan: Plan, selection: Selection) -> JournalData:
+    records = tuple(StepRecord(s.id) for s in plan.steps)
+    return JournalData(SCHEMA, run_id, plan.machine_id, plan, selection, records, updated_at=now())
+
+
+def parse(text: str) -> JournalData:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CodecError(f"not JSON ({error.msg}, line {error.lineno})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise CodecError(
+            f"schema {data.get('schema') if isinstance(data, dict) else None!r} is not {SCHEMA}"
+        )
+    journal: JournalData = from_jsonable(JournalData, data)
+    return journal
+
+
+class Journal:
+    """The journal file and its in-memory copy; every change is saved before it is acted on."""
+
+    def __init__(self, path: Path, data: JournalData) -> None:
+        self.path = path
+        self.data = data
+
+    @property
+    def backup(self) -> Path:
+        return self.path.with_name(self.path.name + ".bak")
+
+    @classmethod
+    def create(cls, path: Path, data: JournalData) -> Journal:
+        journal = cls(path, data)
+        journal.save()
+        return journal
+
+    @classmethod
+    def load(cls, path: Path) -> Journal:
+        """Read the journal; fall back to the last good copy, never to an empty one."""
+        try:
+            return cls(path, parse(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise JournalError(f"no journal at {path}: nothing to resume") from None
+        except (CodecError, UnicodeDecodeError) as error:
+            damaged = str(error)
+        backup = path.with_name(path.name + ".bak")
+        try:
+            data = parse(backup.read_text(encoding="utf-8"))
+        except (FileNotFoundError, CodecError, UnicodeDecodeError):
+            raise JournalError(
+                f"{path} is damaged ({damaged}) and has no usable backup; finished steps cannot be told apart, "
+                f"so nothing runs: inspect it, or move it away to start over"
+            ) from None
+        return cls(path, data)
+
+    def save(self) -> None:
+        text = json.dumps(to_jsonable(dataclasses.replace(self.data, updated_at=now())), indent=1)
+        try:
+            write_atomic(self.path, text.encode("utf-8"), 0o600, backup=self.backup)
+        except OSError as error:
+            raise JournalError(
+                f"cannot save {self.path}: {error.strerror}; stopping before anything else runs"
+            ) from None
+        failpoint("journal.after_save")
+
+    def update(self, step_id: str, **changes: Any) -> StepRecord:
+        records = tuple(
+            dataclasses.replace(r, **changes) if r.id == step_id else r for r in self.data.steps
+        )
+        self.data = dataclasses.replace(self.data, steps=records)
+        self.save()
+        return self.data.record(step_id)
+
+    def set(self, **changes: Any) -> None:
+        self.data = dataclasses.replace(self.data, **changes)
+        self.save()

@@ -1,0 +1,107 @@
+"""Secrets from a person to the runner, over a private socket, held in memory only.
+
+When a command asks for a secret (a MOK password), the runner announces it by name in the event
+stream and listens on ``answer.sock`` in its state directory (mode 0600, owned by the user who
+started the run). The TUI or ``gpuwizard apply`` asks the person with masked input and sends the
+answer there. The value is never written to a file, a log, an event or the environment; the
+runner keeps it for the rest of the run so a prompt that asks twice is answered twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuwizard.plan import SecretRef
+
+SOCKET_NAME = "answer.sock"
+MAX_SECRET_BYTES = 4096
+
+
+class SecretTimeout(RuntimeError):
+    """Nobody answered the secret prompt in time."""
+
+
+def _peer_uid(connection: socket.socket) -> int:
+    creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+class SocketSecrets:
+    """The runner's side: ask once per secret name, wait for the answer on the socket."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        announce: Callable[[SecretRef], None],
+        owner_uid: int | None = None,
+        timeout_s: float = 1800,
+    ) -> None:
+        self.path = state_dir / SOCKET_NAME
+        self.announce = announce
+        self.owner_uid = owner_uid
+        self.timeout_s = timeout_s
+        self.known: dict[str, str] = {}
+
+    def __call__(self, ref: SecretRef, prompt_text: str) -> str:
+        del prompt_text  # the person sees ref.prompt, written by us, not the program's prompt
+        if ref.name not in self.known:
+            self.known[ref.name] = self._receive(ref)
+        return self.known[ref.name]
+
+    def _allowed(self, uid: int) -> bool:
+        return uid in (0, os.getuid(), self.owner_uid)
+
+    def _receive(self, ref: SecretRef) -> str:
+        self.path.unlink(missing_ok=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket file is created 0600, never looser
+        try:
+            server.bind(str(self.path))
+        finally:
+            os.umask(old_umask)
+        if self.owner_uid is not None and os.getuid() == 0:
+            os.chown(self.path, self.owner_uid, -1)
+        server.listen(1)
+        server.settimeout(self.timeout_s)
+        self.announce(ref)
+        try:
+            while True:
+                try:
+                    connection, _ = server.accept()
+                except TimeoutError:
+                    raise SecretTimeout(
+                        f"nobody answered '{ref.prompt}' within {self.timeout_s:.0f} s"
+                    ) from None
+                with connection:
+                    if not self._allowed(_peer_uid(connection)):
+                        continue
+                    return _read_line(connection)
+        finally:
+            server.close()
+            self.path.unlink(missing_ok=True)
+
+
+def _read_line(connection: socket.socket) -> str:
+    connection.settimeout(10)
+    data = b""
+    while not data.endswith(b"\n") and len(data) < MAX_SECRET_BYTES:
+        chunk = connection.recv(1024)
+        if not chunk:
+            break
+        data += chunk
+    return data.rstrip(b"\n").decode("utf-8", "replace")
+
+
+def send_secret(state_dir: Path, value: str, timeout_s: float = 10) -> None:
+    """The asking side: hand the secret to the waiting runner."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(timeout_s)
+    with contextlib.closing(client):
+        client.connect(str(state_dir / SOCKET_NAME))
+        client.sendall(value.encode("utf-8") + b"\n")

@@ -1,0 +1,226 @@
+"""One runner session: lock, journal, event log, executor, the apply loop, and a clean ending.
+
+``run_session`` is what the detached runner process executes, for the real machine
+(``python -m gpuwizard.runner``) and for the simulation alike; only the Host and the tool
+registry differ. It also keeps the login banner that tells whoever logs in how to resume.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from gpuwizard.detect import detect_host
+from gpuwizard.facts import HostFacts
+from gpuwizard.host import Host
+from gpuwizard.paths import LOGIN_BANNER
+from gpuwizard.plan import SecretRef
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.apply import Applier
+from gpuwizard.runner.executor import Executor, Tools
+from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
+from gpuwizard.runner.journal import Journal, JournalError, now
+from gpuwizard.runner.lock import (
+    AlreadyRunning,
+    RunnerLock,
+    RunRecord,
+    process_start_ticks,
+    write_run_record,
+)
+from gpuwizard.runner.secrets import SocketSecrets
+from gpuwizard.steps import build_steps
+
+EXIT_DONE = 0
+EXIT_FAILED = 1
+EXIT_STOPPED = 2
+EXIT_BUSY = 3
+EXIT_CHANGED = 4
+EXIT_REBOOT = 10
+EXITS = {
+    "done": EXIT_DONE,
+    "failed": EXIT_FAILED,
+    "reboot": EXIT_REBOOT,
+    "changed": EXIT_CHANGED,
+    "stopped": EXIT_STOPPED,
+}
+
+JOURNAL = "journal.json"
+EVENTS = "events.jsonl"
+PLANNED_FACTS = "planned-facts.json"
+
+
+class EventLog:
+    """Append-only events.jsonl; line-buffered, fsync-ed at step boundaries."""
+
+    def __init__(self, path: Path, owner_uid: int | None = None) -> None:
+        self.path = path
+        self.seq = last_seq(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if owner_uid is not None and os.getuid() == 0:
+            os.fchown(fd, owner_uid, -1)
+        self.handle: IO[str] = os.fdopen(fd, "a", buffering=1, encoding="utf-8")
+
+    def emit(self, event: ev.RunEvent) -> None:
+        self.seq += 1
+        self.handle.write(ev.encode(self.seq, event))
+        if not isinstance(event, ev.LogLines):
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def last_seq(path: Path) -> int:
+    """The last sequence number in an events file (a torn last line is ignored)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 65536))
+            tail = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return 0
+    for line in reversed(tail):
+        try:
+            return ev.decode(line).seq
+        except ValueError:
+            continue
+    return 0
+
+
+def save_planned_facts(state_dir: Path, facts: HostFacts) -> None:
+    write_atomic(state_dir / PLANNED_FACTS, facts.to_json().encode("utf-8"), 0o600)
+
+
+def load_planned_facts(state_dir: Path) -> HostFacts:
+    return HostFacts.from_json((state_dir / PLANNED_FACTS).read_text(encoding="utf-8"))
+
+
+def banner_text(run_id: str, why: str) -> str:
+    message = f"gpuwizard: the GPU setup {run_id} is not finished ({why[:200]}). Run gpuwizard to see where it stands."
+    return (
+        "# Written by gpuwizard while a setup is unfinished; removed when it is done.\n"
+        f"[ -t 1 ] && printf '\\n  %s\\n\\n' {shlex.quote(message)}\n"
+    )
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    yes: bool = False
+    """Reboot without asking (headless --yes)."""
+    owner_uid: int | None = None
+    """The person who started the run: the state files and the answer socket become theirs."""
+
+
+_DEFAULTS = SessionOptions()
+
+
+def update_banner(host: Host, journal: Journal, why: str) -> None:
+    path = host.path(LOGIN_BANNER)
+    try:
+        if journal.data.finished:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomic(path, banner_text(journal.data.run_id, why).encode(), 0o644)
+    except OSError:
+        pass  # the banner is a courtesy; a read-only /etc must not fail the run
+
+
+def run_session(
+    host_view: Callable[[], Host],
+    tools: Tools,
+    state_dir: Path,
+    options: SessionOptions = _DEFAULTS,
+) -> int:
+    """Run (or resume) the journal's plan; ``host_view`` gives a fresh view of the machine each time."""
+    make_private_dir(state_dir)
+    remove_stale_temps(state_dir)
+    lock = RunnerLock(state_dir)
+    try:
+        lock.acquire()
+    except AlreadyRunning:
+        return EXIT_BUSY
+    try:
+        return _run_locked(host_view, tools, state_dir, options)
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    host_view: Callable[[], Host], tools: Tools, state_dir: Path, options: SessionOptions
+) -> int:
+    host = host_view()
+    try:
+        journal = Journal.load(state_dir / JOURNAL)
+    except JournalError as error:
+        (state_dir / "runner-error.txt").write_text(str(error) + "\n")
+        return EXIT_STOPPED
+    log = EventLog(state_dir / EVENTS, options.owner_uid)
+    facts = detect_host(host)
+    record = RunRecord(os.getpid(), process_start_ticks(os.getpid()), facts.boot.boot_id, now())
+    write_run_record(state_dir, record)
+    current_step = [""]
+
+    def announce(ref: SecretRef) -> None:
+        log.emit(ev.PromptShown(current_step[0], ref.prompt, ref.name))
+
+    executor = Executor(
+        host,
+        tools,
+        state_dir / "logs" / journal.data.run_id,
+        SocketSecrets(state_dir, announce, options.owner_uid),
+        on_lines=lambda step, lines, dropped: log.emit(ev.LogLines(step, lines, dropped)),
+    )
+    steps = {s.id: s for s in build_steps(journal.data.selection, load_planned_facts(state_dir))}
+    applier = Applier(
+        journal,
+        steps,
+        probe=lambda: detect_host(host_view()),
+        execute=executor,
+        reboot_confirmed=options.yes,
+        restore=executor.restore,
+        log_path=lambda step: str(executor.log_path(step)),
+    )
+    log.emit(
+        ev.RunStarted(
+            journal.data.run_id,
+            os.getpid(),
+            facts.boot.boot_id,
+            tuple(s.id for s in journal.data.plan.steps),
+        )
+    )
+    why = "it stopped"
+    try:
+        for event in applier.run():
+            if isinstance(event, ev.StepStarted):
+                current_step[0] = event.step
+            if isinstance(event, ev.RunStopped):
+                why = event.why
+            log.emit(event)
+    except Exception as error:
+        # A bug must still end the run cleanly: say so in the events, keep the traceback in runner.log.
+        why = f"gpuwizard stopped on an internal error ({type(error).__name__}: {error}); details in runner.log"
+        log.emit(ev.RunStopped("crashed", why, current_step[0] or None))
+        traceback.print_exc()
+        applier.exit = "failed"
+    update_banner(host, journal, why)
+    write_run_record(state_dir, _finished(record, applier.exit))
+    log.close()
+    return EXITS[applier.exit]
+
+
+def _finished(record: RunRecord, outcome: str) -> RunRecord:
+    return RunRecord(
+        record.pid,
+        record.start_ticks,
+        record.boot_id,
+        record.started_at,
+        EXITS.get(outcome, 1),
+        None,
+        now(),
+        outcome,
+    )

@@ -1,0 +1,42 @@
+"""A simulated machine as a front end sees it: detection, runner, state and reboot, all inside
+the sandbox under the user's state directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gpuwizard.runner.control import Backend
+from gpuwizard.sim.machine import sandbox_host
+from gpuwizard.sim.reboot import kill_runner, reboot
+from gpuwizard.sim.runner import sim_env
+from gpuwizard.sim.sandbox import open_or_create, place_for
+
+
+def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> Backend:
+    place = place_for(profile, home)
+    sandbox = open_or_create(place, reset)
+    runner = (
+        sys.executable,
+        "-m",
+        "gpuwizard.sim.runner",
+        "run",
+        "--profile",
+        profile,
+        "--home",
+        str(place.base.parent.parent),
+    )
+
+    def confirmed_reboot() -> None:
+        reboot(sandbox)
+        kill_runner(place.state_dir)
+
+    return Backend(
+        name=f"simulated {profile}",
+        host=lambda: sandbox_host(sandbox),
+        state_dir=place.state_dir,
+        runner=runner,
+        env=sim_env(place),
+        reboot=confirmed_reboot,
+        simulated=True,
+    )

@@ -1,0 +1,214 @@
+"""What installing a package does to the simulated machine, and which packages its archive has.
+
+Enough of apt, dpkg and dnf's behaviour for the install steps to be exercised for real: a
+driver package builds a module only for kernels that have headers (else DKMS fails and dpkg is
+left unconfigured, as on a real machine), signed prebuilt modules land beside the kernel, and
+packages that do not exist for this release are refused the way apt refuses them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from gpuwizard.sim.sandbox import Sandbox, SimState
+
+DRIVER_VERSIONS = {
+    "595": "595.71.05", "580": "580.95.05", "570": "570.133.20", "550": "550.144.03", "535": "535.288.01",
+}  # fmt: skip
+# Package names this simulated archive knows (shell-like patterns); anything else is "not found".
+ARCHIVE = (
+    r"nvidia-driver-\d+(-server)?(-open)?", r"nvidia-utils-\d+(-server)?", r"nvidia-open", r"cuda-drivers",
+    r"nvidia-driver-pinning-\d+", r"nvidia-fabricmanager-\d+", r"nvidia-fabric-manager", r"nvidia-container-toolkit",
+    r"linux-modules-nvidia-\d+-server(-open)?-.+", r"cuda-toolkit-\d+-\d+", r"cudnn9-cuda-\d+", r"cuda-keyring",
+    r"datacenter-gpu-manager-4-.+", r"docker\.io", r"docker-ce(-cli)?", r"containerd\.io", r"python3\.1\d(-venv)?",
+    r"dnf-plugins-core", r"linux-headers-.+", r"kernel-devel-.+", r"kernel-headers-.+", r"dkms",
+)  # fmt: skip
+
+
+def known(name: str) -> bool:
+    return any(re.fullmatch(pattern, name) for pattern in ARCHIVE)
+
+
+def version_for(name: str) -> str:
+    branch = re.search(r"-(\d{3})(-|$)", name)
+    if name in ("nvidia-open", "cuda-drivers") or (
+        branch and name.startswith(("nvidia-driver", "nvidia-utils", "nvidia-fabricmanager"))
+    ):
+        number = DRIVER_VERSIONS.get(branch.group(1) if branch else "580", "580.95.05")
+        return f"{number}-0ubuntu1"
+    return "1.0-1"
+
+
+def touch(sandbox: Sandbox, absolute: str, content: str = "") -> None:
+    path = sandbox.path(absolute)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+
+
+def kernels(sandbox: Sandbox) -> list[str]:
+    listed = {p.name for p in sandbox.path("/lib/modules").glob("*") if p.is_dir()}
+    listed |= {
+        d.split("/")[3]
+        for d in sandbox.json("empty_dirs.json", [])
+        if d.startswith("/lib/modules/") and d.count("/") == 3
+    }
+    return sorted(listed)
+
+
+def has_headers(sandbox: Sandbox, kernel: str) -> bool:
+    return f"/lib/modules/{kernel}/build" in sandbox.links()
+
+
+def headers_package(sandbox: Sandbox, name: str) -> str | None:
+    """The kernel a headers package is for, if that kernel exists here."""
+    match = re.fullmatch(r"(?:linux-headers|kernel-devel|kernel-headers)-(.+)", name)
+    if not match or match.group(1) not in kernels(sandbox):
+        return None
+    return match.group(1)
+
+
+def install_driver(sandbox: Sandbox, fail_dkms: bool) -> list[str]:
+    """DKMS builds nvidia.ko for every installed kernel with headers, skipping the others (as
+    DKMS does, with a warning); ``fail_dkms`` makes the build itself fail. Returns the output."""
+    lines = []
+    for kernel in kernels(sandbox):
+        if not has_headers(sandbox, kernel):
+            lines.append(
+                f"Module build for kernel {kernel} was skipped: its kernel headers do not seem to be installed."
+            )
+        elif fail_dkms:
+            lines.append(f"Error! Bad return status for module build on kernel: {kernel} (x86_64)")
+            lines.append(
+                "Consult /var/lib/dkms/nvidia/580.95.05/build/make.log for more information."
+            )
+        else:
+            touch(sandbox, f"/lib/modules/{kernel}/updates/dkms/nvidia.ko.zst")
+            lines += ["nvidia.ko.zst:", f" - Installing to /lib/modules/{kernel}/updates/dkms/"]
+    touch(sandbox, "/usr/bin/nvidia-smi")
+    touch(
+        sandbox,
+        "/usr/lib/modprobe.d/nvidia-kernel-common.conf",
+        "blacklist nouveau\noptions nouveau modeset=0\n",
+    )
+    touch(sandbox, "/run/reboot-required", "*** System restart required ***\n")
+    return lines
+
+
+def apply_package(sandbox: Sandbox, name: str, lines: list[str]) -> None:
+    if kernel := headers_package(sandbox, name):
+        sandbox.set_link(f"/lib/modules/{kernel}/build", f"/usr/src/linux-headers-{kernel}")
+    elif match := re.fullmatch(r"linux-modules-nvidia-\d+-server(?:-open)?-(.+)", name):
+        touch(sandbox, f"/lib/modules/{match.group(1)}/kernel/nvidia-580srv/nvidia.ko")
+    elif name == "cuda-keyring":
+        keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+        source = f"deb [signed-by={keyring}] https://developer.download.nvidia.com/compute/cuda/repos/x86_64/ /\n"
+        touch(sandbox, "/etc/apt/sources.list.d/cuda-x86_64.list", source)
+    elif match := re.fullmatch(r"cuda-toolkit-(\d+)-(\d+)", name):
+        touch(sandbox, f"/usr/local/cuda-{match.group(1)}.{match.group(2)}/bin/nvcc")
+    elif match := re.fullmatch(r"python(3\.1\d)", name):
+        touch(sandbox, f"/usr/bin/python{match.group(1)}")
+    elif name in ("docker.io", "docker-ce"):
+        touch(sandbox, "/usr/bin/docker")
+    lines.append(f"Setting up {name} ({version_for(name)}) ...")
+
+
+def install(
+    sandbox: Sandbox, state: SimState, names: list[str], fail_dkms: bool
+) -> tuple[SimState, list[str], int]:
+    """apt-get/dnf install: (new state, output, exit code)."""
+    unknown = [
+        n
+        for n in names
+        if not known(n)
+        or (
+            n.startswith(("linux-headers-", "kernel-devel-", "kernel-headers-"))
+            and not headers_package(sandbox, n)
+        )
+    ]
+    if unknown:
+        return state, [f"E: Unable to locate package {unknown[0]}"], 100
+    lines = [
+        "Reading package lists...",
+        "Building dependency tree...",
+        "Reading state information...",
+    ]
+    packages = dict(state.packages)
+    for name in names:
+        packages[name] = version_for(name)
+        apply_package(sandbox, name, lines)
+    state = dataclasses.replace(state, packages=packages)
+    drivers = [
+        n
+        for n in names
+        if n.startswith(("nvidia-driver-", "nvidia-open", "cuda-drivers")) and "pinning" not in n
+    ]
+    signed = any(n.startswith("linux-modules-nvidia") for n in names)
+    if drivers and not signed:
+        output = install_driver(sandbox, fail_dkms)
+        lines += output
+        if any(line.startswith("Error!") for line in output):
+            lines += [
+                f"dpkg: error processing package nvidia-dkms-{drivers[0].split('-')[2]} (--configure):",
+                "E: Sub-process /usr/bin/dpkg returned an error code (1)",
+            ]
+            return dataclasses.replace(state, dpkg_interrupted=True), lines, 100
+    elif drivers:
+        touch(sandbox, "/usr/bin/nvidia-smi")
+        touch(sandbox, "/run/reboot-required", "*** System restart required ***\n")
+    return state, lines, 0
+
+
+def environment(sandbox: Sandbox, path: str, python: str) -> None:
+    touch(
+        sandbox,
+        f"{path}/pyvenv.cfg",
+        f"home = /usr/bin\ninclude-system-site-packages = false\nversion = {python}.3\n",
+    )
+    touch(sandbox, f"{path}/bin/python")
+    sandbox.path(f"{path}/lib/python{python}/site-packages").mkdir(parents=True, exist_ok=True)
+
+
+def env_python(sandbox: Sandbox, env: str) -> str | None:
+    cfg = sandbox.path(f"{env}/pyvenv.cfg")
+    if cfg.exists():
+        match = re.search(r"^version\s*=\s*(\d+\.\d+)", cfg.read_text(), re.MULTILINE)
+        return match.group(1) if match else None
+    meta = sandbox.path(f"{env}/conda-meta")
+    for item in meta.glob("python-*.json") if meta.exists() else ():
+        return ".".join(item.name.split("-")[1].split(".")[:2])
+    return None
+
+
+def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
+    python = env_python(sandbox, env) or "3.12"
+    site = sandbox.path(f"{env}/lib/python{python}/site-packages")
+    site.mkdir(parents=True, exist_ok=True)
+    index = next((args[i + 1] for i, a in enumerate(args) if a == "--index-url"), "")
+    local = index.rsplit("/", 1)[-1] if "download.pytorch.org" in index else ""
+    lines = [f"Looking in indexes: {index}"] if index else []
+    for pin in (a for a in args if "==" in a):
+        name, version = pin.split("==")
+        tag = f"+{local}" if local and name in ("torch", "torchvision", "torchaudio") else ""
+        for old in site.glob(f"{name}-*.dist-info"):
+            old.rmdir()
+        (site / f"{name}-{version}{tag}.dist-info").mkdir()
+        lines.append(
+            f"Collecting {pin}\n  Downloading {name}-{version}{tag}-cp{python.replace('.', '')}-linux_x86_64.whl"
+        )
+    lines.append(
+        "Successfully installed " + " ".join(a.replace("==", "-") for a in args if "==" in a)
+    )
+    return lines
+
+
+def installed_torch(sandbox: Sandbox, env: str) -> str | None:
+    python = env_python(sandbox, env)
+    site = sandbox.path(f"{env}/lib/python{python}/site-packages")
+    found = sorted(site.glob("torch-*.dist-info")) if site.exists() else []
+    return found[0].name[len("torch-") : -len(".dist-info")].split("+")[0] if found else None
+
+
+def relative(path: Path, sandbox: Sandbox) -> str:
+    return "/" + str(path.relative_to(sandbox.root))

@@ -1,0 +1,158 @@
+"""The simulated machine as detection sees it: a Host over the sandbox whose probe commands and
+NVML answer from the simulation's state, so a step's effect shows up in the next detection.
+
+Probes the simulation models (package lists, dpkg's audit, services, holds, the MOK, cloud-init)
+answer from sim.json; the rest replay the profile's recording. NVML answers once the nvidia
+module is "loaded" (after a simulated reboot), with the installed driver's version.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuwizard.detect import pci
+from gpuwizard.detect.installs import PACKAGE_PATTERNS
+from gpuwizard.detect.recording import load_commands, recorded_host
+from gpuwizard.facts import Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.host import MISSING_TOOL, Host, Output
+from gpuwizard.paths import MANAGED_SERVICES
+from gpuwizard.sim.sandbox import Sandbox, SimState
+
+_CUDA_FOR_BRANCH = {
+    "595": "13.2",
+    "580": "13.0",
+    "575": "12.9",
+    "570": "12.8",
+    "550": "12.4",
+    "535": "12.2",
+    "470": "11.4",
+}
+
+
+def driver_version(state: SimState) -> str | None:
+    for name, version in sorted(state.packages.items()):
+        if name.startswith(
+            ("nvidia-driver-", "nvidia-open", "cuda-drivers")
+        ) and not name.startswith("nvidia-driver-pinning"):
+            return version.split("-")[0]
+    return None
+
+
+def loaded_modules(sandbox: Sandbox) -> list[str]:
+    text = (
+        sandbox.path("/proc/modules").read_text() if sandbox.path("/proc/modules").exists() else ""
+    )
+    return [line.split(" ", 1)[0] for line in text.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class SimProbes:
+    """Answers detection's commands from the simulation's state."""
+
+    sandbox: Sandbox
+
+    def __call__(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> Output:
+        del timeout_s
+        state = self.sandbox.load()
+        key = tuple(argv)
+        if key[:2] == ("dpkg-query", "-W") or key[:2] == ("rpm", "-qa"):
+            return self.package_list(state)
+        if key == ("dpkg", "--audit"):
+            text = (
+                "The following packages are only half configured:\n nvidia-dkms-580-server\n"
+                if state.dpkg_interrupted
+                else ""
+            )
+            return Output(0, text)
+        if key[:2] == ("systemctl", "is-enabled"):
+            return self.services(state, key[2:])
+        if key == ("apt-mark", "showhold"):
+            return Output(0, "".join(f"{name}\n" for name in state.held))
+        if key[:2] == ("mokutil", "--test-key"):
+            return Output(0, _MOK_ANSWERS.get(state.mok, ""))
+        if key == ("cloud-init", "status"):
+            return self.cloud_init(state)
+        return self.recorded(argv)
+
+    def package_list(self, state: SimState) -> Output:
+        lines = [
+            f"{name}\t{version}\tii \n"
+            for name, version in sorted(state.packages.items())
+            if any(fnmatch.fnmatch(name, pattern) for pattern in PACKAGE_PATTERNS)
+        ]
+        return Output(0 if lines else 1, "".join(lines))
+
+    def services(self, state: SimState, units: tuple[str, ...]) -> Output:
+        recorded = self.recorded(["systemctl", "is-enabled", *MANAGED_SERVICES])
+        if recorded.returncode == MISSING_TOOL:
+            return recorded
+        states = ["enabled" if unit in state.services else "disabled" for unit in units]
+        return Output(0 if all(s == "enabled" for s in states) else 1, "\n".join(states) + "\n")
+
+    def cloud_init(self, state: SimState) -> Output:
+        if state.cloud_init == "absent":
+            return Output(MISSING_TOOL, "")
+        code = {"done": 0, "running": 0, "degraded": 2, "error": 1}.get(state.cloud_init, 0)
+        status = "done" if state.cloud_init == "degraded" else state.cloud_init
+        return Output(code, f"status: {status}\n")
+
+    def recorded(self, argv: Sequence[str]) -> Output:
+        commands = load_commands(self.sandbox.directory)
+        return commands.get(shlex.join(argv), Output(MISSING_TOOL, ""))
+
+
+_MOK_ANSWERS = {
+    "enrolled": "/var/lib/dkms/mok.pub is already enrolled\n",
+    "pending": "/var/lib/dkms/mok.pub is already in the enrollment request\n",
+    "not-enrolled": "/var/lib/dkms/mok.pub is not enrolled\n",
+}
+
+
+@dataclass(frozen=True)
+class SimNvml:
+    """The driver's answer: from the recording until the simulation loads a driver of its own."""
+
+    sandbox: Sandbox
+    recorded: Nvml
+
+    def __call__(self) -> Nvml:
+        state = self.sandbox.load()
+        version = driver_version(state)
+        if version is None:
+            return self.recorded
+        if "nvidia" not in loaded_modules(self.sandbox):
+            return NvmlUnavailable(
+                "the NVIDIA driver is installed but its kernel module is not loaded"
+            )
+        host = recorded_host(self.sandbox.directory)
+        gpus = pci.classify(host, pci.scan(host))[0]
+        devices = tuple(
+            NvmlGpu(
+                i,
+                g.pci.address,
+                f"NVIDIA {g.model.name}",
+                (g.model.memory_gib or 16) * 1024,
+                4,
+                4,
+                16,
+                16,
+                "nvidia-persistenced" in state.services,
+            )
+            for i, g in enumerate(gpus)
+        )
+        return NvmlOk(version, _CUDA_FOR_BRANCH.get(version.split(".")[0], "13.0"), devices)
+
+
+def sandbox_host(sandbox: Sandbox) -> Host:
+    """Detection's door into the simulated machine."""
+    base = recorded_host(sandbox.directory)
+    return Host(
+        root=sandbox.root,
+        run=SimProbes(sandbox),
+        nvml=SimNvml(sandbox, base.nvml()),
+        links=sandbox.links(),
+        empty_dirs=base.empty_dirs,
+    )

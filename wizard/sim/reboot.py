@@ -1,0 +1,121 @@
+"""The simulated reboot: a new boot, with what the last one prepared taking effect.
+
+The boot_id changes; /run is emptied; the newest installed kernel runs; nouveau stays loaded
+unless the initramfs was rebuilt with a blacklist in place (or ``nouveau_stays``); the nvidia
+module loads when a driver is installed, a module exists for the new kernel, and Secure Boot
+accepts it (signed prebuilt modules, or a MOK enrolled at the "console"). Then the runner that
+asked for the reboot is killed, as a real reboot would, and started again by whoever resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import uuid
+from pathlib import Path
+
+from gpuwizard.sim.effects import kernels
+from gpuwizard.sim.machine import driver_version
+from gpuwizard.sim.sandbox import Sandbox, SimState
+from gpuwizard.version import kernel_sort_key
+
+BASE_MODULES = (
+    "tls 155648 0 - Live 0x0000000000000000\ndrm 774144 3 drm_kms_helper, Live 0x0000000000000000\n"
+)
+
+
+def module_line(name: str) -> str:
+    return f"{name} 1048576 0 - Live 0x0000000000000000\n"
+
+
+def nvidia_loads(sandbox: Sandbox, state: SimState, kernel: str) -> tuple[bool, str]:
+    if driver_version(state) is None:
+        return False, ""
+    base = sandbox.path(f"/lib/modules/{kernel}")
+    dkms = (base / "updates" / "dkms" / "nvidia.ko.zst").exists()
+    signed = any(base.glob("kernel/nvidia*/nvidia.ko"))
+    if not (dkms or signed):
+        return False, "modprobe: FATAL: Module nvidia not found in directory /lib/modules/" + kernel
+    secure = "SecureBoot enabled" in sandbox.json("commands.json", {}).get(
+        "mokutil --sb-state", {}
+    ).get("stdout", "")
+    if secure and dkms and not signed and state.mok != "enrolled":
+        return False, "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service"
+    return True, ""
+
+
+def reboot(sandbox: Sandbox) -> SimState:
+    state = sandbox.load()
+    scenario = sandbox.scenario()
+    if scenario.get("reboot_does_nothing"):
+        return state
+    kernel = max(kernels(sandbox), key=kernel_sort_key)
+    mok = state.mok
+    if mok == "pending":
+        mok = "enrolled" if scenario.get("mok_enrolled_at_console", True) else "not-enrolled"
+    state = dataclasses.replace(state, mok=mok, reboots=state.reboots + 1)
+    modules = _was_loaded(sandbox, "ib_core") + _was_loaded(sandbox, "mlx5_core")
+    if _was_loaded(sandbox, "nouveau") and not (
+        state.initramfs_blacklists_nouveau and not scenario.get("nouveau_stays")
+    ):
+        modules.append("nouveau")
+    loads, error = nvidia_loads(sandbox, state, kernel)
+    if loads:
+        modules += ["nvidia", "nvidia_uvm", "nvidia_modeset"]
+    _write_boot(sandbox, kernel, modules, error, driver_version(state) if loads else None)
+    _rebind_gpus(sandbox, "nvidia" if loads else "nouveau" if "nouveau" in modules else None)
+    sandbox.save(state)
+    return state
+
+
+def _was_loaded(sandbox: Sandbox, name: str) -> list[str]:
+    text = (
+        sandbox.path("/proc/modules").read_text() if sandbox.path("/proc/modules").exists() else ""
+    )
+    return [name] if any(line.startswith(name + " ") for line in text.splitlines()) else []
+
+
+def _write_boot(
+    sandbox: Sandbox, kernel: str, modules: list[str], error: str, version: str | None
+) -> None:
+    sandbox.path("/proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
+    sandbox.path("/proc/sys/kernel/osrelease").write_text(kernel + "\n")
+    sandbox.path("/proc/modules").write_text(
+        BASE_MODULES + "".join(module_line(m) for m in modules)
+    )
+    run = sandbox.path("/run")
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir()
+    module_version = sandbox.path("/sys/module/nvidia/version")
+    if version:
+        module_version.parent.mkdir(parents=True, exist_ok=True)
+        module_version.write_text(version + "\n")
+    else:
+        module_version.unlink(missing_ok=True)
+    log = sandbox.path("/var/log/gpuwizard-sim-boot.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(error + "\n" if error else "")
+
+
+def _rebind_gpus(sandbox: Sandbox, driver: str | None) -> None:
+    for device in sandbox.path("/sys/bus/pci/devices").glob("*"):
+        vendor = (device / "vendor").read_text().strip() if (device / "vendor").exists() else ""
+        klass = (device / "class").read_text().strip() if (device / "class").exists() else ""
+        if vendor == "0x10de" and klass.startswith("0x03"):
+            link = f"/sys/bus/pci/devices/{device.name}/driver"
+            sandbox.set_link(link, f"../../../bus/pci/drivers/{driver}" if driver else None)
+
+
+def kill_runner(state_dir: Path) -> None:
+    """A reboot ends every process: the runner that asked for it goes too."""
+    try:
+        record = json.loads((state_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+        os.killpg(os.getpgid(int(record["pid"])), signal.SIGKILL)

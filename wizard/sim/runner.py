@@ -1,0 +1,43 @@
+"""The runner for a simulated host: ``python -m gpuwizard.sim.runner run --profile P --home DIR``.
+
+The same session as on a real machine; the Host is the sandbox and every tool is the shim. It is
+started detached like the real one, so killing the TUI, the terminal or the runner itself can
+be tested for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.session import SessionOptions, run_session
+from gpuwizard.sim.machine import sandbox_host
+from gpuwizard.sim.sandbox import SIM_ENV, STATE_ENV, SimPlace, place_for
+
+
+def sim_tools(place: SimPlace) -> Tools:
+    return Tools(shim=(sys.executable, "-m", "gpuwizard.sim.shim"), env=sim_env(place))
+
+
+def sim_env(place: SimPlace) -> dict[str, str]:
+    return {SIM_ENV: str(place.sandbox.directory), STATE_ENV: str(place.state_dir)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpuwizard.sim.runner")
+    parser.add_argument("command", choices=("run",))
+    parser.add_argument("--profile", required=True)
+    parser.add_argument("--home", type=Path)
+    parser.add_argument("--yes", action="store_true")
+    args = parser.parse_args(argv)
+    place = place_for(args.profile, args.home)
+    tools = sim_tools(place)
+    return run_session(
+        lambda: sandbox_host(place.sandbox), tools, place.state_dir, SessionOptions(yes=args.yes)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
