@@ -24,13 +24,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--yes", action="store_true", help="reboot without asking when a step needs it"
     )
     parser.add_argument("--owner", type=int, help="uid of the person who started the run")
+    parser.add_argument(
+        "--one-step", action="store_true", help="run one step that needs work, then stop"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     host = local_host()
-    options = SessionOptions(yes=args.yes, owner_uid=args.owner)
+    options = SessionOptions(yes=args.yes, owner_uid=args.owner, one_step=args.one_step)
     return run_session(lambda: host, Tools(), args.state, options)
 
 

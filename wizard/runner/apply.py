@@ -44,7 +44,7 @@ from gpuwizard.runner.journal import (
 )
 from gpuwizard.steps.base import PlanError, Step
 
-ExitKind = Literal["done", "failed", "reboot", "changed", "stopped"]
+ExitKind = Literal["done", "failed", "reboot", "changed", "stopped", "paused"]
 StepOutcome = Literal["continue", "failed", "reboot", "changed"]
 StepRun = Generator[RunEvent, None, StepOutcome]
 
@@ -59,6 +59,8 @@ class Applier:
     """--yes: run the reboot action instead of stopping to ask."""
     restore: Callable[[str], list[str]] = lambda _step: []
     log_path: Callable[[str], str | None] = lambda _step: None
+    one_step: bool = False
+    """Stop after one step that did work (the TUI confirms each step)."""
     exit: ExitKind = "stopped"
 
     # ------------------------------------------------------------------------------ start-up
@@ -125,9 +127,25 @@ class Applier:
             if outcome != "continue":
                 self.exit = outcome
                 return
+            if (
+                self.one_step
+                and self.journal.data.record(planned.id).state not in ("skipped",)
+                and self.remaining()
+            ):
+                self.exit = "paused"
+                yield RunStopped(
+                    "paused", "waiting for your go-ahead for the next step", planned.id
+                )
+                return
         self.journal.set(finished=True)
         self.exit = "done"
         yield RunFinished(True, "every step is done")
+
+    def remaining(self) -> bool:
+        return any(
+            r.state not in FINISHED_STATES and r.state != "awaiting_reboot"
+            for r in self.journal.data.steps
+        )
 
     def run_step(self, planned: StepPlan, record: StepRecord) -> StepRun:
         step = self.steps[planned.id]

@@ -132,3 +132,10 @@ def wait_until_started(
 def last_outcome(state_dir: Path) -> str | None:
     record = read_run_record(state_dir)
     return record.outcome if record else None
+
+
+def request_skip(state_dir: Path, step_id: str) -> None:
+    """Mark a step to be skipped by the next runner (only while no runner is at work)."""
+    journal = Journal.load(state_dir / JOURNAL)
+    if step_id not in journal.data.skip_requested:
+        journal.set(skip_requested=(*journal.data.skip_requested, step_id))

@@ -41,12 +41,14 @@ EXIT_STOPPED = 2
 EXIT_BUSY = 3
 EXIT_CHANGED = 4
 EXIT_REBOOT = 10
+EXIT_PAUSED = 5
 EXITS = {
     "done": EXIT_DONE,
     "failed": EXIT_FAILED,
     "reboot": EXIT_REBOOT,
     "changed": EXIT_CHANGED,
     "stopped": EXIT_STOPPED,
+    "paused": EXIT_PAUSED,
 }
 
 JOURNAL = "journal.json"
@@ -114,6 +116,8 @@ class SessionOptions:
     """Reboot without asking (headless --yes)."""
     owner_uid: int | None = None
     """The person who started the run: the state files and the answer socket become theirs."""
+    one_step: bool = False
+    """Run one step that needs work, then stop (the TUI asks before each step)."""
 
 
 _DEFAULTS = SessionOptions()
@@ -182,6 +186,7 @@ def _run_locked(
         probe=lambda: detect_host(host_view()),
         execute=executor,
         reboot_confirmed=options.yes,
+        one_step=options.one_step,
         restore=executor.restore,
         log_path=lambda step: str(executor.log_path(step)),
     )
