@@ -61,6 +61,8 @@ class Applier:
     log_path: Callable[[str], str | None] = lambda _step: None
     one_step: bool = False
     """Stop after one step that did work (the TUI confirms each step)."""
+    check_only: bool = False
+    """Only judge a reboot and verify the steps that waited for it, then stop."""
     exit: ExitKind = "stopped"
 
     # ------------------------------------------------------------------------------ start-up
@@ -114,6 +116,10 @@ class Applier:
         facts = self.probe()
         if (yield from self.resume_after_reboot(facts)):
             self.exit = "stopped"
+            return
+        if self.check_only:
+            self.exit = "paused"
+            yield RunStopped("paused", "checked after the reboot; waiting for your go-ahead")
             return
         for planned in self.journal.data.plan.steps:
             record = self.journal.data.record(planned.id)

@@ -118,6 +118,8 @@ class SessionOptions:
     """The person who started the run: the state files and the answer socket become theirs."""
     one_step: bool = False
     """Run one step that needs work, then stop (the TUI asks before each step)."""
+    check_only: bool = False
+    """Verify what waited for a reboot, run nothing."""
 
 
 _DEFAULTS = SessionOptions()
@@ -187,6 +189,7 @@ def _run_locked(
         execute=executor,
         reboot_confirmed=options.yes,
         one_step=options.one_step,
+        check_only=options.check_only,
         restore=executor.restore,
         log_path=lambda step: str(executor.log_path(step)),
     )
