@@ -27,13 +27,18 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--one-step", action="store_true", help="run one step that needs work, then stop"
     )
+    parser.add_argument(
+        "--check-only", action="store_true", help="verify what waited for a reboot; run nothing"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     host = local_host()
-    options = SessionOptions(yes=args.yes, owner_uid=args.owner, one_step=args.one_step)
+    options = SessionOptions(
+        yes=args.yes, owner_uid=args.owner, one_step=args.one_step, check_only=args.check_only
+    )
     return run_session(lambda: host, Tools(), args.state, options)
 
 
