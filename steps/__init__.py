@@ -17,7 +17,7 @@ from gpuwizard.facts import HostFacts
 from gpuwizard.plan import SCHEMA, Plan
 from gpuwizard.selection import Selection
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
-from gpuwizard.steps.base import Step, step_plan
+from gpuwizard.steps.base import Cost, Step, step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
 from gpuwizard.steps.configure_nccl import ConfigureNccl
 from gpuwizard.steps.create_env import CreateEnv
@@ -39,6 +39,18 @@ from gpuwizard.steps.repair_dpkg import RepairDpkg
 from gpuwizard.steps.upgrade_kernel import UpgradeKernel, kernel_pending
 from gpuwizard.steps.verify_torch import VerifyTorch
 from gpuwizard.steps.wait_cloud_init import WaitCloudInit
+
+# Typical download size and duration on a cloud server with a fast mirror, for the review screen.
+COSTS: dict[str, Cost] = {
+    "wait-cloud-init": Cost(0, 1), "repair-dpkg": Cost(0, 1), "upgrade-kernel": Cost(300, 5),
+    "reboot-kernel": Cost(0, 3), "install-headers": Cost(20, 1), "enroll-mok": Cost(0, 1),
+    "remove-runfile-driver": Cost(0, 1), "blacklist-nouveau": Cost(0, 1), "add-cuda-repo": Cost(1, 1),
+    "install-nvidia-driver": Cost(450, 6), "install-fabric-manager": Cost(10, 1), "enable-persistence": Cost(0, 0.1),
+    "hold-nvidia-packages": Cost(0, 0.1), "reboot": Cost(0, 3), "install-cuda-toolkit": Cost(3500, 10),
+    "install-cudnn": Cost(900, 3), "install-python": Cost(60, 1), "create-env": Cost(0, 1),
+    "install-torch": Cost(3500, 6), "verify-torch": Cost(0, 1), "install-docker": Cost(100, 2),
+    "install-container-toolkit": Cost(10, 1), "install-dcgm": Cost(400, 2), "configure-nccl": Cost(0, 0.1),
+}  # fmt: skip
 
 
 def _kernel_reboot_reasons(facts: HostFacts) -> list[str]:
@@ -128,7 +140,7 @@ def build_plan(selection: Selection, facts: HostFacts, summary: tuple[str, ...] 
     steps = build_steps(selection, facts)
     return Plan(
         schema=SCHEMA,
-        steps=tuple(step_plan(step, facts) for step in steps),
+        steps=tuple(step_plan(step, facts, COSTS.get(step.id, Cost())) for step in steps),
         summary=summary,
         machine_id=facts.machine_id,
         boot_id=facts.boot.boot_id,

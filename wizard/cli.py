@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PROFILE",
         help="use a built-in simulated host (see `gpuwizard profiles`)",
     )
+    parser.add_argument(
+        "--reset", action="store_true", help="with --simulate: start the simulated host over"
+    )
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
 
     detect = sub.add_parser("detect", help="show what this host has: GPUs, OS, driver, sizing")
@@ -360,20 +363,28 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_default(args: argparse.Namespace) -> int:
-    """No subcommand: the host at a glance and the recommendation (the TUI takes over later)."""
+    """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
     if not args.simulate and not detect_host(local_host()).hardware.gpus:
         from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
-        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).\n")
+        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
         args.simulate = DEFAULT_PROFILE
-    args.json = False
-    cmd_detect(args)
-    print()
-    args.facts = args.gpu = args.os = args.driver = args.driver_flavor = args.python = None
-    args.torch = args.variant = None
-    args.keep_driver = args.needs_nvcc = args.online = False
-    args.arch = "x86_64"
-    return cmd_recommend(args)
+    backend = backend_for(args) if args.simulate else real_tui_backend()
+    from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
+
+    message = run_tui(backend)
+    if message:
+        print(message)
+    return EXIT_OK
+
+
+def real_tui_backend() -> Backend:
+    try:
+        return real_backend()
+    except UsageError:
+        raise UsageError(
+            "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
+        ) from None
 
 
 COMMANDS = {

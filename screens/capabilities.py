@@ -1,0 +1,19 @@
+"""What screens may ask of the world, as protocols. Implementations live outside the screens
+(gpuwizard.runs), so a screen never touches a process, the host door or NVML (ARCHITECTURE L3)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpuwizard.runner.events import RunEvent
+
+
+class RunControl(Protocol):
+    def start(self, one_step: bool) -> bool: ...
+    def running(self) -> bool: ...
+    def poll(self) -> list[RunEvent]: ...
+    def skip(self, step_id: str) -> None: ...
+    def send_secret(self, value: str) -> None: ...
+
+    @property
+    def logs_hint(self) -> str: ...

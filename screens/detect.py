@@ -1,0 +1,122 @@
+"""DetectScreen: the host at a glance, with the sizing findings coloured by severity."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.recommend.sizing import Finding
+
+SEVERITY_STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
+SEVERITY_MARK = {"ok": "✓", "info": "i", "warning": "!", "error": "✗"}
+
+
+def host_table(facts: HostFacts) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", width=9)
+    table.add_column()
+    counts = Counter(
+        (g.model.name, g.model.arch, g.model.sm, g.model.memory_gib) for g in facts.hardware.gpus
+    )
+    for (name, arch, sm, memory), n in counts.items():
+        mem = f", {memory} GB" if memory else ""
+        table.add_row("GPU", f"{n}× {name} ({arch}, {sm or '?'}{mem})")
+    if not counts:
+        table.add_row("GPU", Text("no NVIDIA GPU found", style="yellow"))
+    if facts.hardware.nvswitches or facts.hardware.infiniband:
+        table.add_row(
+            "Fabric",
+            f"{len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand",
+        )
+    os = facts.os.pretty_name if facts.os else "unknown"
+    table.add_row("OS", f"{os} · kernel {facts.boot.kernel} · {facts.platform.arch}")
+    nvml = facts.boot.nvml
+    driver = (
+        f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
+        if isinstance(nvml, NvmlOk)
+        else nvml.reason
+    )
+    table.add_row("Driver", driver)
+    boot = facts.boot
+    nouveau = "loaded" if boot.nouveau_loaded else "not loaded"
+    table.add_row(
+        "Boot", f"Secure Boot {boot.secure_boot} · nouveau {nouveau} · cloud-init {boot.cloud_init}"
+    )
+    cpu = f"{facts.hardware.cpu_count} CPUs" + (
+        f" ({facts.hardware.cpu_model})" if facts.hardware.cpu_model else ""
+    )
+    table.add_row("Machine", f"{cpu} · {facts.hardware.memory_mib // 1024} GiB RAM")
+    disks = ", ".join(
+        f"{d.name} {d.size_bytes / 1e12:.1f} TB{' NVMe' if d.nvme else ' HDD' if d.rotational else ''}"
+        for d in facts.hardware.disks
+    )
+    table.add_row("Disks", disks or "none found")
+    nics = ", ".join(
+        f"{n.name} {n.speed_mbps // 1000 if n.speed_mbps else '?'} Gb/s"
+        for n in facts.hardware.nics
+    )
+    table.add_row("Network", nics or "none found")
+    table.add_row("Python", facts.python.system_python or "none")
+    return table
+
+
+def findings_table(findings: tuple[Finding, ...]) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(width=1)
+    table.add_column()
+    for finding in findings:
+        style = SEVERITY_STYLE[finding.severity]
+        table.add_row(
+            Text(SEVERITY_MARK[finding.severity], style=style),
+            Text.assemble((finding.title, style), f": {finding.reason}"),
+        )
+    return table
+
+
+class DetectScreen(Screen[str]):
+    """Dismisses with "continue" or "quit"."""
+
+    BINDINGS = [
+        Binding("enter", "proceed", "Continue", priority=True),
+        Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
+    ]
+    DEFAULT_CSS = """
+    DetectScreen #detect-body { padding: 0 1; }
+    DetectScreen .section { margin-top: 1; text-style: bold; color: $accent; }
+    """
+
+    def __init__(self, facts: HostFacts, findings: tuple[Finding, ...], can_continue: bool) -> None:
+        super().__init__()
+        self.facts = facts
+        self.findings = findings
+        self.can_continue = can_continue
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="detect-body"):
+            yield Static("This machine", classes="section")
+            yield Static(host_table(self.facts))
+            yield Static("Sizing", classes="section")
+            yield Static(findings_table(self.findings))
+            if not self.can_continue:
+                yield Static(
+                    Text(
+                        "No NVIDIA GPU to set up on this machine. Press q to leave.",
+                        style="bold yellow",
+                    ),
+                    classes="section",
+                )
+        yield Footer()
+
+    def action_proceed(self) -> None:
+        if self.can_continue:
+            self.dismiss("continue")

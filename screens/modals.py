@@ -1,0 +1,72 @@
+"""Small dialogs: a secret prompt with masked input, and "quit while a step runs"."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+
+class SecretScreen(ModalScreen[str | None]):
+    """Masked input; the value goes to the runner's socket and nowhere else (never logged)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SecretScreen { align: center middle; }
+    SecretScreen > Vertical { width: 70; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
+    SecretScreen Input { margin-top: 1; }
+    """
+
+    def __init__(self, prompt: str) -> None:
+        super().__init__()
+        self.prompt = prompt
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.prompt)
+            yield Input(password=True, id="secret")
+            yield Static(
+                "Enter to send · Esc to cancel (the step then fails and can be retried)",
+                classes="dim",
+            )
+
+    @on(Input.Submitted, "#secret")
+    def submit(self, event: Input.Submitted) -> None:
+        value = event.value
+        event.input.value = ""  # drop the widget's copy at once
+        self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class QuitScreen(ModalScreen[bool]):
+    BINDINGS = [Binding("q", "leave", "Quit"), Binding("escape", "stay", "Stay")]
+    DEFAULT_CSS = """
+    QuitScreen { align: center middle; }
+    QuitScreen > Vertical { width: 70; height: auto; border: thick $primary; padding: 1 2; background: $surface; }
+    """
+
+    def __init__(self, running: bool) -> None:
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        text = (
+            "A step is running. It continues in the background: closing this window or losing the "
+            "SSH connection does not stop it.\n\nRun `gpuwizard` again to follow it and continue."
+            if self.running
+            else "Nothing is running. Run `gpuwizard` again to continue where you left off."
+        )
+        with Vertical():
+            yield Static(text)
+            yield Static("\nq quit · Esc stay")
+
+    def action_leave(self) -> None:
+        self.dismiss(True)
+
+    def action_stay(self) -> None:
+        self.dismiss(False)

@@ -1,0 +1,189 @@
+"""RecommendScreen: the recommendation with its reasons; change a choice and see at once whether
+it still fits and why not; the rejected alternatives on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from rich.console import Group
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label, Select, SelectionList, Static
+
+from gpuwizard.planner import Options
+from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+
+Result = Recommendation | Refusal
+Recompute = Callable[[Choices, Options], Result]
+
+EXTRAS = (
+    ("needs_nvcc", "CUDA toolkit (nvcc)"),
+    ("cudnn", "cuDNN 9"),
+    ("docker", "Docker + NVIDIA toolkit"),
+    ("dcgm", "DCGM monitoring"),
+    ("nccl", "NCCL multi-node settings"),
+    ("hold_driver", "Hold driver packages"),
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the screen returns: the pins and options the user settled on, and the result."""
+
+    choices: Choices
+    options: Options
+    result: Recommendation
+
+
+def result_text(result: Result, show_rejected: bool) -> Group:
+    if isinstance(result, Refusal):
+        parts = [Text("✗ Does not fit: ", style="bold red") + Text(result.reason)]
+        parts += [Text(f"  · {r}") for r in result.reasons if r]
+        parts += _rejected(result.rejected) if show_rejected else []
+        return Group(*parts)
+    d, t, p = result.driver, result.torch, result.python
+    status = "✓ Fits" if result.status == "ok" else "✓ Fits, after the changes below"
+    flavor = f" {d.flavor}" if d.flavor else ""
+    driver = (
+        f"keep {d.version}"
+        if d.action == "keep"
+        else f"{d.action} R{d.branch}{flavor} ({d.version})"
+    )
+    parts = [
+        Text(status, style="bold green"),
+        Text.assemble(("Driver   ", "bold"), driver),
+        Text.assemble(
+            ("PyTorch  ", "bold"),
+            f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}",
+        ),
+        Text.assemble(
+            ("Python   ", "bold"),
+            f"{p.version} ({'system' if p.action == 'use_system' else 'installed beside the system one'})",
+        ),
+    ]
+    if result.cuda_toolkit:
+        parts.append(Text.assemble(("Toolkit  ", "bold"), f"CUDA {result.cuda_toolkit.version}"))
+    if result.changes:
+        parts.append(Text("Changes first", style="bold yellow"))
+        parts += [Text(f"  · {c}") for c in result.changes]
+    parts.append(Text("Why", style="bold"))
+    parts += [Text(f"  · {r}") for r in result.reasons]
+    parts += [Text(f"  ? UNCONFIRMED: {u}", style="yellow") for u in result.unconfirmed]
+    if show_rejected:
+        parts += _rejected(result.rejected)
+    else:
+        parts.append(
+            Text(f"{len(result.rejected)} alternatives not chosen: press w to see why", style="dim")
+        )
+    return Group(*parts)
+
+
+def _rejected(rejected: tuple[object, ...]) -> list[Text]:
+    out = [Text("Not chosen", style="bold")]
+    out += [Text(f"  · {r.option}: {r.reason}") for r in rejected]  # type: ignore[attr-defined]
+    return out
+
+
+class RecommendScreen(Screen[Decision | None]):
+    """Dismisses with a Decision, or None to go back."""
+
+    BINDINGS = [
+        Binding("c", "proceed", "Continue"),
+        Binding("w", "toggle_rejected", "Why not others"),
+        Binding("b,escape", "back", "Back"),
+        Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
+    ]
+    DEFAULT_CSS = """
+    RecommendScreen #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
+    RecommendScreen #choices Label { margin-top: 1; text-style: bold; }
+    RecommendScreen #choices Select { width: 100%; }
+    RecommendScreen #choices SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    RecommendScreen #result { padding: 0 1; }
+    """
+
+    def __init__(
+        self,
+        result: Result,
+        choices: Choices,
+        options: Options,
+        recompute: Recompute,
+        torch_versions: list[str],
+    ) -> None:
+        super().__init__()
+        self.result = result
+        self.choices = choices
+        self.options = options
+        self.recompute = recompute
+        self.torch_versions = torch_versions
+        self.show_rejected = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with VerticalScroll(id="choices"):
+                yield Label("PyTorch")
+                versions = [
+                    ("latest (confirmed)", "latest"),
+                    *((v, v) for v in self.torch_versions),
+                ]
+                yield Select(
+                    versions, value=self.choices.torch or "latest", allow_blank=False, id="torch"
+                )
+                yield Label("Environment")
+                kinds = [("venv (default)", "venv"), ("conda (Miniforge)", "conda")]
+                yield Select(kinds, value=self.options.env_kind, allow_blank=False, id="env")
+                yield Label("Also install")
+                selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
+                yield SelectionList[str](*selected, id="extras")
+            with VerticalScroll(id="result"):
+                yield Static(result_text(self.result, self.show_rejected), id="result-text")
+        yield Footer()
+
+    def refresh_result(self) -> None:
+        self.result = self.recompute(self.choices, self.options)
+        self.query_one("#result-text", Static).update(result_text(self.result, self.show_rejected))
+
+    @on(Select.Changed, "#torch")
+    def change_torch(self, event: Select.Changed) -> None:
+        value = str(event.value)
+        self.choices = replace(self.choices, torch=None if value == "latest" else value)
+        self.refresh_result()
+
+    @on(Select.Changed, "#env")
+    def change_env(self, event: Select.Changed) -> None:
+        self.options = replace(self.options, env_kind="conda" if event.value == "conda" else "venv")
+        self.refresh_result()
+
+    @on(SelectionList.SelectedChanged, "#extras")
+    def change_extras(self, event: SelectionList.SelectedChanged[str]) -> None:
+        chosen = set(event.selection_list.selected)
+        self.options = replace(
+            self.options,
+            needs_nvcc="needs_nvcc" in chosen,
+            cudnn="cudnn" in chosen,
+            docker="docker" in chosen,
+            dcgm="dcgm" in chosen,
+            nccl="nccl" in chosen,
+            hold_driver="hold_driver" in chosen,
+        )
+        self.choices = replace(self.choices, needs_nvcc="needs_nvcc" in chosen)
+        self.refresh_result()
+
+    def action_toggle_rejected(self) -> None:
+        self.show_rejected = not self.show_rejected
+        self.query_one("#result-text", Static).update(result_text(self.result, self.show_rejected))
+
+    def action_proceed(self) -> None:
+        if isinstance(self.result, Recommendation):
+            self.dismiss(Decision(self.choices, self.options, self.result))
+        else:
+            self.notify("This combination does not fit; change a choice first.", severity="warning")
+
+    def action_back(self) -> None:
+        self.dismiss(None)

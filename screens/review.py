@@ -1,0 +1,89 @@
+"""ReviewScreen: every step with what it will change, the download and the time; one confirm."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from gpuwizard.plan import Plan
+from gpuwizard.plan_view import describe
+
+
+def plan_table(plan: Plan) -> Table:
+    table = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
+    table.add_column("#", width=2, justify="right")
+    table.add_column("Step", ratio=2)
+    table.add_column("Changes", ratio=3)
+    table.add_column("MiB", width=5, justify="right")
+    table.add_column("min", width=4, justify="right")
+    number = 0
+    for step in plan.steps:
+        if step.satisfied:
+            continue
+        number += 1
+        style = "cyan" if step.reboot else ""
+        table.add_row(
+            str(number),
+            Text(step.title, style=style),
+            describe(step),
+            str(step.download_mib or ""),
+            f"{step.minutes:g}",
+        )
+    return table
+
+
+def totals(plan: Plan) -> Text:
+    todo = [s for s in plan.steps if not s.satisfied]
+    reboots = sum(1 for s in todo if s.reboot)
+    mib = sum(s.download_mib for s in todo)
+    minutes = sum(s.minutes for s in todo)
+    done = len(plan.steps) - len(todo)
+    return Text.assemble(
+        (f"{len(todo)} steps to do", "bold"),
+        f" ({done} already done) · about {mib / 1024:.1f} GiB to download · about {minutes:.0f} min · ",
+        (f"{reboots} reboot{'s' if reboots != 1 else ''}", "bold cyan" if reboots else ""),
+    )
+
+
+class ReviewScreen(Screen[bool]):
+    """Dismisses with True to start, False to go back."""
+
+    BINDINGS = [
+        Binding("s", "start", "Start"),
+        Binding("b,escape", "back", "Back"),
+        Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
+    ]
+    DEFAULT_CSS = """
+    ReviewScreen #review-body { padding: 0 1; }
+    ReviewScreen #review-summary { margin-bottom: 1; }
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="review-body"):
+            yield Static("\n".join(self.plan.summary), id="review-summary")
+            yield Static(totals(self.plan))
+            yield Static(plan_table(self.plan))
+            yield Static(
+                Text(
+                    "Nothing changes until you press s. Each step asks again before it runs.",
+                    style="dim",
+                )
+            )
+        yield Footer()
+
+    def action_start(self) -> None:
+        self.dismiss(True)
+
+    def action_back(self) -> None:
+        self.dismiss(False)

@@ -1,0 +1,49 @@
+"""VerifyScreen: what the new environment's PyTorch saw on every GPU."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from gpuwizard.facts import VerifyReport
+
+
+class VerifyScreen(Screen[bool]):
+    BINDINGS = [
+        Binding("enter", "proceed", "Continue", priority=True),
+        Binding("q", "app.quit_wizard", "Quit"),
+    ]
+    DEFAULT_CSS = "VerifyScreen #verify-body { padding: 1 2; }"
+
+    def __init__(self, report: VerifyReport | None) -> None:
+        super().__init__()
+        self.report = report
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="verify-body"):
+            yield Static(self.summary())
+        yield Footer()
+
+    def summary(self) -> Text:
+        report = self.report
+        if report is None:
+            return Text("No verification report: run the verify step.", style="yellow")
+        head = (
+            ("✓ PyTorch works on every GPU", "bold green")
+            if report.ok
+            else ("✗ Verification found problems", "bold red")
+        )
+        text = Text.assemble(head, f"\n\ntorch {report.torch} in {report.env}\n\n")
+        for device in report.devices:
+            text.append(f"  {device}\n")
+        for problem in report.problems:
+            text.append(f"  ✗ {problem}\n", style="red")
+        return text
+
+    def action_proceed(self) -> None:
+        self.dismiss(True)
