@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
@@ -58,7 +58,8 @@ class InstallScreen(Screen[str]):
     ]
     DEFAULT_CSS = """
     InstallScreen #progress { height: 1; padding: 0 1; background: $boost; }
-    InstallScreen #details { height: auto; max-height: 12; padding: 0 1; border: round $primary-darken-2; }
+    InstallScreen #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
+    InstallScreen #details { height: auto; padding: 0 1; }
     InstallScreen #hint { height: auto; padding: 0 1; color: $warning; }
     InstallScreen #right { width: 1fr; }
     """
@@ -90,7 +91,8 @@ class InstallScreen(Screen[str]):
         with Horizontal():
             yield StepList([(s.id, s.title) for s in self.plan.steps])
             with Vertical(id="right"):
-                yield Static("", id="details")
+                with VerticalScroll(id="details-box"):
+                    yield Static("", id="details")
                 yield Static("", id="hint")
                 yield LogPane(id="log")
         yield Footer()

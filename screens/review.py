@@ -45,7 +45,7 @@ def totals(plan: Plan) -> Text:
     done = len(plan.steps) - len(todo)
     return Text.assemble(
         (f"{len(todo)} steps to do", "bold"),
-        f" ({done} already done) · about {mib / 1024:.1f} GiB to download · about {minutes:.0f} min · ",
+        f" ({done} need nothing) · about {mib / 1024:.1f} GiB to download · about {minutes:.0f} min · ",
         (f"{reboots} reboot{'s' if reboots != 1 else ''}", "bold cyan" if reboots else ""),
     )
 

@@ -267,10 +267,11 @@ class GpuWizardApp(App[str]):
         self.push_screen(HelpScreen(str(self.backend.state_dir), self.backend.simulated))
 
     def action_quit_wizard(self) -> None:
-        self.push_screen(
-            QuitScreen(running=self.handle.running()),
-            lambda leave: self.exit("") if leave else None,
-        )
+        """Leave at once when nothing runs; explain first when a step is running."""
+        if not self.handle.running():
+            self.exit("")
+            return
+        self.push_screen(QuitScreen(running=True), lambda leave: self.exit("") if leave else None)
 
 
 def run_tui(backend: Backend) -> str:
