@@ -13,7 +13,9 @@ toolkit, cuDNN, Python, environment, PyTorch, verification) and the optional ext
 
 from __future__ import annotations
 
-from gpuwizard.facts import HostFacts
+import dataclasses
+
+from gpuwizard.facts import HostFacts, NvmlUnavailable
 from gpuwizard.plan import SCHEMA, Plan
 from gpuwizard.selection import Selection
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
@@ -73,9 +75,28 @@ def system_steps(s: Selection, facts: HostFacts) -> list[Step]:
     return steps
 
 
+def _library_mismatch(facts: HostFacts) -> list[str]:
+    """The kept driver's libraries were upgraded under the loaded module (unattended-upgrades)."""
+    nvml = facts.boot.nvml
+    if isinstance(nvml, NvmlUnavailable) and "mismatch" in nvml.reason:
+        return [f"the loaded driver module is older than its libraries ({nvml.reason})"]
+    return []
+
+
 def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
-    if not s.driver.installs or s.wsl:
+    if s.wsl:
         return []
+    if not s.driver.installs:
+        # T23: nothing to install, but only a reboot loads the driver the libraries now expect.
+        if not _library_mismatch(facts):
+            return []
+        return [
+            Reboot(
+                _library_mismatch,
+                id="reboot-driver-update",
+                title="Reboot to load the updated driver",
+            )
+        ]
     steps: list[Step] = []
     if not s.driver.signed_modules:
         steps.append(InstallHeaders(s.family))
@@ -138,9 +159,19 @@ def build_steps(selection: Selection, facts: HostFacts) -> tuple[Step, ...]:
 def build_plan(selection: Selection, facts: HostFacts, summary: tuple[str, ...] = ()) -> Plan:
     """The plan the user reviews: every step with its actions on these facts (empty = done)."""
     steps = build_steps(selection, facts)
+    plans = [step_plan(step, facts, COSTS.get(step.id, Cost())) for step in steps]
+    if any(p.actions for p in plans):
+        # A verification from before a change (a reboot, a reinstall) proves nothing after it: the
+        # plan that changes something verifies again, and the review shows it.
+        plans = [
+            dataclasses.replace(p, actions=step.probe())
+            if isinstance(step, VerifyTorch) and not p.actions
+            else p
+            for step, p in zip(steps, plans, strict=True)
+        ]
     return Plan(
         schema=SCHEMA,
-        steps=tuple(step_plan(step, facts, COSTS.get(step.id, Cost())) for step in steps),
+        steps=tuple(plans),
         summary=summary,
         machine_id=facts.machine_id,
         boot_id=facts.boot.boot_id,

@@ -13,8 +13,34 @@ from gpuwizard.facts import HostFacts, NvmlOk
 from gpuwizard.plan import Action, Run, Target
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
+from gpuwizard.steps.kernels import next_boot_kernel
 
 Condition = Callable[[HostFacts], "list[str]"]
+
+
+def why_not_loaded(facts: HostFacts) -> str:
+    """The likely cause when the driver module is not loaded, in the user's words ("" if unknown).
+
+    After a reboot this is the diagnosis the person reads (T04, T18): the facts stand in for
+    ``dkms status``, ``mokutil --test-key`` and ``lsmod``.
+    """
+    boot, installs = facts.boot, facts.installs
+    if boot.nvidia_loaded:
+        return ""
+    # Before the reboot a newer kernel may be the one with the module; only judge the kernel
+    # that will also boot next. A MOK "pending" is enrolled at that boot, so only "not-enrolled".
+    if boot.kernel == next_boot_kernel(facts) and boot.kernel not in installs.nvidia_module_kernels:
+        built = ", ".join(installs.nvidia_module_kernels) or "no kernel"
+        return (
+            f"no nvidia module exists for the running kernel {boot.kernel} (built for {built}); "
+            "see `dkms status` and /var/lib/dkms/nvidia/*/build/make.log"
+        )
+    if boot.secure_boot == "enabled" and installs.mok == "not-enrolled":
+        return (
+            f"Secure Boot rejects the DKMS-built module: its MOK key is {installs.mok}; enroll it in "
+            "MokManager on the console during the reboot, or use signed modules, or disable Secure Boot"
+        )
+    return ""
 
 
 def driver_pending(branch: str) -> Condition:
@@ -25,7 +51,8 @@ def driver_pending(branch: str) -> Condition:
         nvml = facts.boot.nvml
         if not isinstance(nvml, NvmlOk) or nvml.driver_version.split(".")[0] != branch:
             now = nvml.driver_version if isinstance(nvml, NvmlOk) else nvml.reason
-            out.append(f"driver R{branch} is not loaded ({now})")
+            cause = why_not_loaded(facts)
+            out.append(f"driver R{branch} is not loaded ({now})" + (f": {cause}" if cause else ""))
         if nouveau_in_use(facts):
             out.append("nouveau is loaded")
         if facts.boot.reboot_required:

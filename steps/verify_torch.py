@@ -50,8 +50,10 @@ class VerifyTorch:
         return Check(True, f"torch {report.torch} works on {len(report.devices)} GPU(s)")
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
-        if self.check(facts).satisfied:
-            return ()
+        return () if self.check(facts).satisfied else self.probe()
+
+    def probe(self) -> tuple[Action, ...]:
+        """The verification itself, whatever the facts say now."""
         python = f"{self.env.path}/bin/python"
         return (
             Run(

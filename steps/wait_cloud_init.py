@@ -30,6 +30,18 @@ class WaitCloudInit:
 
     def check(self, facts: HostFacts) -> Check:
         state = facts.boot.cloud_init
+        if state == "degraded":  # finished, with errors worth a look but no reason to stop (T07)
+            return Check(
+                True,
+                "warning: cloud-init finished with recoverable errors (degraded); continuing. "
+                "See `cloud-init status --long`",
+            )
+        if state == "error":
+            return Check(
+                False,
+                "cloud-init failed (status: error); see `cloud-init status --long` and "
+                "/var/log/cloud-init.log, fix it, then run gpuwizard again",
+            )
         return Check(state in FINISHED, f"cloud-init is {state}")
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from gpuwizard.detect import detect_host
 from gpuwizard.facts import HostFacts
+from gpuwizard.hints import match as known_error
 from gpuwizard.plan import Plan, Run
 from gpuwizard.planner import Options, OptionsError, plan_for
 from gpuwizard.recommend.engine import recommend
@@ -30,12 +31,14 @@ from gpuwizard.runner.control import (
     last_outcome,
     launch,
     prepare_run,
+    starting,
     wait_until_started,
 )
 from gpuwizard.runner.follow import BadLine, EventFollower, Restarted
+from gpuwizard.runner.layout import EVENTS
+from gpuwizard.runner.layout import EXIT_BUSY as EXIT_RUNNER_BUSY
 from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.runner.secrets import send_secret
-from gpuwizard.runner.session import EVENTS
 from gpuwizard.selection import Selection
 from gpuwizard.steps.base import PlanError
 
@@ -116,10 +119,8 @@ class Printer:
                     write("".join(f"      {line}\n" for line in event.lines))
             case ev.StepFinished():
                 write(f"    {'done' if event.ok else 'FAILED'}: {event.step}: {event.reason}\n")
-                if not event.ok and not self.verbose:
-                    write("".join(f"      | {line}\n" for line in self.tail))
-                if not event.ok and event.log:
-                    write(f"    full log: {event.log}\n")
+                if not event.ok:
+                    self.explain_failure(event)
             case ev.StepAwaitingReboot():
                 write(f"    {event.step}: {event.reason}\n")
             case ev.RebootRequested():
@@ -136,6 +137,16 @@ class Printer:
             case _:
                 pass
         self.out.flush()
+
+    def explain_failure(self, event: ev.StepFinished) -> None:
+        """The output's last lines, what they mean when the error is a known one, the full log."""
+        write = self.out.write
+        if not self.verbose:
+            write("".join(f"      | {line}\n" for line in self.tail))
+        if (hint := known_error(self.tail)) is not None:
+            write(f"    why: {hint.explanation}\n    what to do: {hint.fix}\n")
+        if event.log:
+            write(f"    full log: {event.log}\n")
 
 
 def answer_secret(backend: Backend, event: ev.PromptShown, ask: Callable[[str], str]) -> None:
@@ -202,6 +213,7 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
         return exit_code(follow_run(backend, printer, facts.boot.boot_id))
     # A run stopped because the host changed under it is planned afresh (and reviewed again).
     replan = last_outcome(backend.state_dir) == "changed"
+    seen = state.journal.data.run_id if state.journal else None
     unfinished = state.journal is not None and not state.journal.data.finished and not replan
     if unfinished and not request.dry_run:
         run_id = state.journal.data.run_id if state.journal else ""
@@ -220,16 +232,61 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
                 "not confirmed: nothing was changed (pass --yes to apply without asking)",
                 EXIT_FAILED,
             )
-        prepare_run(backend.state_dir, plan, selection, facts)
-    command = [*backend.runner, *(["--yes"] if request.yes else [])]
-    previous = read_run_record(backend.state_dir)
-    events = backend.state_dir / EVENTS
-    history = events.stat().st_size if events.exists() else 0
-    process = launch(
-        command, backend.state_dir, env=backend.env, systemd=False if backend.simulated else None
-    )
-    started = wait_until_started(backend.state_dir, process, previous)
-    outcome = follow_run(backend, printer, facts.boot.boot_id, offset=history) if started else None
+        return start_and_follow(backend, request, facts, printer, seen, (plan, selection))
+    return start_and_follow(backend, request, facts, printer, seen, None)
+
+
+def start_and_follow(
+    backend: Backend,
+    request: ApplyRequest,
+    facts: HostFacts,
+    printer: Printer,
+    seen: str | None,
+    reviewed: tuple[Plan, Selection] | None,
+) -> int:
+    """Prepare (a reviewed plan) and launch the runner, one front end at a time, then follow it.
+
+    Another front end may have started a run since the state was read (run ``seen``): then its
+    runner is followed, or, when it is no longer at work, nothing is replaced and the person is
+    asked to look again: a plan made before that run may be stale (T11).
+    """
+    out = printer.out
+    boot_id = facts.boot.boot_id
+    with starting(backend.state_dir):
+        if runner_status(backend.state_dir, boot_id) == "running":
+            out.write(
+                f"Another gpuwizard started a runner on {backend.name} meanwhile; following it.\n"
+            )
+            return exit_code(follow_run(backend, printer, boot_id))
+        journal = current(backend.state_dir, boot_id).journal
+        if (journal.data.run_id if journal else None) != seen:
+            raise ApplyError(
+                f"another gpuwizard started a run on {backend.name} meanwhile; "
+                "run the same command again to see where it stands",
+                EXIT_FAILED,
+            )
+        if reviewed is not None:
+            prepare_run(backend.state_dir, *reviewed, facts)
+        command = [*backend.runner, *(["--yes"] if request.yes else [])]
+        previous = read_run_record(backend.state_dir)
+        events = backend.state_dir / EVENTS
+        history = events.stat().st_size if events.exists() else 0
+        process = launch(
+            command,
+            backend.state_dir,
+            env=backend.env,
+            systemd=False if backend.simulated else None,
+        )
+        started = wait_until_started(backend.state_dir, process, previous)
+    if not started and process.returncode == EXIT_RUNNER_BUSY:
+        out.write(f"A runner is already at work on {backend.name}; following it.\n")
+        return exit_code(follow_run(backend, printer, boot_id))
+    outcome = follow_run(backend, printer, boot_id, offset=history) if started else None
+    report_end(backend, request, out, outcome)
+    return exit_code(outcome)
+
+
+def report_end(backend: Backend, request: ApplyRequest, out: TextIO, outcome: str | None) -> None:
     if outcome is None:
         out.write(
             f"The runner ended without reporting; its output is in {backend.state_dir / 'runner.log'}:\n"
@@ -241,4 +298,3 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
         )
     elif outcome == "reboot":
         out.write("The machine is rebooting; log in again and run the same command to continue.\n")
-    return exit_code(outcome)

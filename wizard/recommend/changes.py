@@ -79,7 +79,10 @@ def changes(
             f"replace driver {target.driver.version} with R{driver.branch} ({driver.flavor} modules)"
         )
     if target.nvml_problem and target.driver and "mismatch" in target.nvml_problem:
-        out.append(f"reboot to load the installed driver: {target.nvml_problem}")
+        out.append(
+            f"reboot to load the installed driver: {target.nvml_problem}; "
+            "hold the driver packages (--hold-driver) so unattended upgrades cannot do it again"
+        )
     if python.action == "install":
         system = (
             f"the system's python3 is {target.python}"

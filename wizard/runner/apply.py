@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.failpoints import failpoint
 from gpuwizard.plan import StepPlan
 from gpuwizard.runner.events import (
     ActionFinished,
@@ -45,7 +46,7 @@ from gpuwizard.runner.journal import (
 from gpuwizard.steps.base import PlanError, Step
 
 ExitKind = Literal["done", "failed", "reboot", "changed", "stopped", "paused"]
-StepOutcome = Literal["continue", "failed", "reboot", "changed"]
+StepOutcome = Literal["continue", "failed", "reboot", "changed", "stopped"]
 StepRun = Generator[RunEvent, None, StepOutcome]
 
 
@@ -64,32 +65,54 @@ class Applier:
     check_only: bool = False
     """Only judge a reboot and verify the steps that waited for it, then stop."""
     exit: ExitKind = "stopped"
+    reboot_missed: bool = False
+    """The reboot asked for last time did not happen (same boot_id): it is offered again."""
 
     # ------------------------------------------------------------------------------ start-up
-    def resume_after_reboot(self, facts: HostFacts) -> Generator[RunEvent, None, bool]:
+    def resume_after_reboot(self, facts: HostFacts) -> Generator[RunEvent, None, ExitKind | None]:
         """Judge a requested reboot by the boot_id: happened, not happened, or unknown.
 
-        Returns True when the run must not continue.
+        Returns how the run ends when it must not continue, else None.
         """
         pending = self.journal.data.reboot
         if self.journal.data.machine_id and facts.machine_id != self.journal.data.machine_id:
             why = "the machine-id changed since this run began: this state belongs to another machine (a cloned disk?)"
             yield RunStopped("other-machine", why)
-            return True
+            return "stopped"
         if pending is None:
-            return False
-        if facts.boot.boot_id is None:
+            return None
+        if facts.boot.boot_id is None or pending.boot_id_before is None:
             why = "the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"
             yield RunStopped("boot-unknown", why, pending.step)
-            return True
+            return "stopped"
         if facts.boot.boot_id == pending.boot_id_before:
-            return False  # not rebooted yet: the reboot step is offered again below
-        yield RebootDetected(pending.boot_id_before or "unknown", facts.boot.boot_id)
-        self.journal.set(reboot=None)
-        yield from self.verify_waiting(facts)
-        return False
+            self.offer_reboot_again(pending)
+            return None
+        yield RebootDetected(pending.boot_id_before, facts.boot.boot_id)
+        failures = yield from self.verify_waiting(facts)
+        self.journal.set(reboot=None)  # last: a crash before this verifies the same boot again
+        if failures:
+            yield RunStopped(
+                "failed", f"{failures[0][1]}; stopping rather than reboot again", failures[0][0]
+            )
+            return "failed"
+        return None
 
-    def verify_waiting(self, facts: HostFacts) -> Iterator[RunEvent]:
+    def offer_reboot_again(self, pending: RebootRecord) -> None:
+        """Same boot_id: the reboot did not happen; its step waits again and runs again (T02)."""
+        record = self.journal.data.record(pending.step)
+        self.journal.record_reboot(
+            pending.step,
+            None,
+            state="pending",
+            reboots=max(0, record.reboots - 1),  # a reboot that never happened is no cycle
+            reason="the reboot did not happen (the boot_id is unchanged)",
+        )
+        self.reboot_missed = True
+
+    def verify_waiting(self, facts: HostFacts) -> Generator[RunEvent, None, list[tuple[str, str]]]:
+        """Verify the steps that waited for a boot; returns (step, why) of those out of retries."""
+        failures: list[tuple[str, str]] = []
         for record in self.journal.data.steps:
             if record.state != "awaiting_reboot":
                 continue
@@ -103,19 +126,35 @@ class Applier:
                     record.id, False, f"{check.reason}; trying once more", self.log_path(record.id)
                 )
             else:
-                self.journal.update(record.id, state="failed", reason=check.reason)
-                yield StepFinished(
-                    record.id,
-                    False,
-                    f"{check.reason} (after {record.reboots} reboots)",
-                    self.log_path(record.id),
-                )
+                why = f"{check.reason} (after {record.reboots} reboots)"
+                self.journal.update(record.id, state="failed", reason=why)
+                yield StepFinished(record.id, False, why, self.log_path(record.id))
+                failures.append((record.id, why))
+        return failures
+
+    def verify_leftovers(self) -> Generator[RunEvent, None, bool]:
+        """At the end, a step still waiting for a boot that no reboot step followed is verified now.
+
+        Returns True when one of them does not hold: the run is then not done.
+        """
+        if not any(r.state == "awaiting_reboot" for r in self.journal.data.steps):
+            return False
+        failures = yield from self.verify_waiting(self.probe())
+        unfinished = [r for r in self.journal.data.steps if r.state not in FINISHED_STATES]
+        if not unfinished:
+            return False
+        why = failures[0][1] if failures else f"{unfinished[0].id}: {unfinished[0].reason}"
+        yield RunStopped(
+            "failed", f"{why}; it waits for a reboot that no step asked for", unfinished[0].id
+        )
+        return True
 
     # ---------------------------------------------------------------------------------- loop
     def run(self) -> Iterator[RunEvent]:
         facts = self.probe()
-        if (yield from self.resume_after_reboot(facts)):
-            self.exit = "stopped"
+        stop = yield from self.resume_after_reboot(facts)
+        if stop is not None:
+            self.exit = stop
             return
         if self.check_only:
             self.exit = "paused"
@@ -143,6 +182,9 @@ class Applier:
                     "paused", "waiting for your go-ahead for the next step", planned.id
                 )
                 return
+        if (yield from self.verify_leftovers()):
+            self.exit = "failed"
+            return
         self.journal.set(finished=True)
         self.exit = "done"
         yield RunFinished(True, "every step is done")
@@ -227,15 +269,28 @@ class Applier:
             yield StepFinished(planned.id, False, why)
             yield RunStopped("failed", why, planned.id)
             return "failed"
+        if facts.boot.boot_id is None:
+            why = (
+                "the boot_id cannot be read, so a reboot could not be confirmed afterwards; "
+                "check /proc/sys/kernel/random/boot_id, then run again"
+            )
+            yield RunStopped("boot-unknown", why, planned.id)
+            return "stopped"
         reason = self.steps[planned.id].check(facts).reason
-        self.journal.update(
-            planned.id, state="awaiting_reboot", reboots=record.reboots + 1, reason=reason
+        if self.reboot_missed:
+            reason = f"the reboot did not happen (the boot_id is unchanged); still: {reason}"
+        attempt = record.reboots + 1
+        self.journal.record_reboot(
+            planned.id,
+            RebootRecord(planned.id, facts.boot.boot_id, now(), attempt),
+            state="awaiting_reboot",
+            reboots=attempt,
+            reason=reason,
         )
-        self.journal.set(
-            reboot=RebootRecord(planned.id, facts.boot.boot_id, now(), record.reboots + 1)
-        )
-        yield RebootRequested(planned.id, facts.boot.boot_id, record.reboots + 1, reason)
+        failpoint("reboot.after_state_write")
+        yield RebootRequested(planned.id, facts.boot.boot_id, attempt, reason)
         if self.reboot_confirmed:
+            failpoint("reboot.before_cmd")
             yield ActionStarted(planned.id, 0, planned.actions[0].display())
             outcome = self.execute(planned.id, planned.actions[0])
             yield ActionFinished(planned.id, 0, outcome.ok, outcome.result)

@@ -3,17 +3,21 @@
 ``prepare_run`` writes the reviewed plan as a new journal; ``launch`` starts the detached runner
 (a transient systemd unit when there is one, else a new session with stdin from /dev/null), so
 it survives the terminal closing and the SSH link dropping; ``status`` says whether one is alive.
+``starting`` lets one front end at a time decide, prepare and launch, so two front ends started
+together never start two runs (T11): the second waits, then finds the first's runner and attaches.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +26,15 @@ from gpuwizard.host import Host
 from gpuwizard.plan import Plan
 from gpuwizard.runner.files import make_private_dir
 from gpuwizard.runner.journal import Journal, JournalError, new_journal
-from gpuwizard.runner.lock import RunnerStatus, RunRecord, read_run_record, runner_status
-from gpuwizard.runner.session import EVENTS, JOURNAL, save_planned_facts
+from gpuwizard.runner.layout import EVENTS, JOURNAL, save_planned_facts
+from gpuwizard.runner.lock import (
+    AlreadyRunning,
+    RunnerLock,
+    RunnerStatus,
+    RunRecord,
+    read_run_record,
+    runner_status,
+)
 from gpuwizard.selection import Selection
 
 
@@ -43,6 +54,8 @@ class Backend:
     reboot: Callable[[], None]
     """Carry out a reboot the person confirmed."""
     simulated: bool = False
+    python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python",)
+    """argv that runs the Python of the environment at this path (the benchmark runs there)."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +76,46 @@ def current(state_dir: Path, boot_id: str | None) -> RunState:
     return RunState(runner_status(state_dir, boot_id), journal, problem)
 
 
-def prepare_run(state_dir: Path, plan: Plan, selection: Selection, facts: HostFacts) -> str:
-    """A new run from a reviewed plan; an earlier finished run's files are kept aside."""
+class StartBusy(RuntimeError):
+    """Another front end has been starting a run for too long; the message says what to do."""
+
+
+@contextlib.contextmanager
+def starting(state_dir: Path, timeout_s: float = 60) -> Iterator[None]:
+    """Hold the right to start a run: from looking at the state until the runner is up.
+
+    A second front end waits here, then sees the first one's runner as running and attaches.
+    The kernel drops the lock when its holder dies, so a killed front end never blocks another.
+    """
     make_private_dir(state_dir)
+    fd = os.open(state_dir / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StartBusy(
+                        f"another gpuwizard has been starting a run for {timeout_s:.0f} s; "
+                        "if none is open, run again"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def prepare_run(state_dir: Path, plan: Plan, selection: Selection, facts: HostFacts) -> str:
+    """A new run from a reviewed plan; an earlier finished run's files are kept aside.
+
+    Raises:
+        AlreadyRunning: a runner is at work here; its journal and events are left alone.
+    """
+    make_private_dir(state_dir)
+    if RunnerLock(state_dir).is_held_elsewhere():
+        raise AlreadyRunning("a gpuwizard runner is at work on this machine; attach to it instead")
     run_id = f"run-{uuid.uuid4().hex[:8]}"
     for name in (JOURNAL, EVENTS):
         old = state_dir / name
@@ -99,7 +149,8 @@ def launch(
             f"--property=StandardOutput=append:{log}", f"--property=StandardError=append:{log}",
             *command,
         ]  # fmt: skip
-    with log.open("ab") as out:
+    # 0600 whatever the umask: the runner's output may quote the machine's configuration (T38).
+    with os.fdopen(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as out:
         return subprocess.Popen(
             list(command),
             stdin=subprocess.DEVNULL,

@@ -3,11 +3,14 @@
 Never decides what to run; that is the plan's job. Commands get a fixed environment, a log file
 per step, their known prompts answered and their secret prompts routed to the person. Two apt
 troubles are handled here, where they happen: a lock held by another apt (wait and retry with
-backoff, never delete the lock) and an interrupted dpkg (one ``dpkg --configure -a``, one retry).
+backoff, name the holder, never delete the lock) and an interrupted dpkg: checked before every
+apt or dpkg command (a crash mid-apt leaves one, T12) and recognised in apt's output (T16); either
+way ``dpkg --configure -a`` runs once, non-interactively, before the command (again).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -15,11 +18,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
+from gpuwizard.detect.platform import read_dpkg_interrupted
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
 from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never
-from gpuwizard.runner.files import write_atomic
+from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
 
 BASE_ENV = {
@@ -33,7 +38,17 @@ LOCK_MESSAGE = re.compile(
     r"Could not get lock|Unable to acquire the dpkg frontend lock|is held by process"
 )
 DPKG_INTERRUPTED = re.compile(r"dpkg was interrupted, you must manually run")
+LOCK_HOLDER = re.compile(r"held by process (\d+)(?: \(([^)]*)\))?")
 LOCK_RETRIES = 5
+LOCK_BACKOFF_S = 1.0
+"""The n-th retry waits LOCK_BACKOFF_S * 2**n seconds: 2, 4, 8, 16, 32 (about a minute in all)."""
+PACKAGE_TOOLS = ("apt-get", "apt", "dpkg")
+"""Commands that need a consistent dpkg database; an interrupted one is repaired first."""
+REPAIR = Run(
+    ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a"),
+    env=APT_ENV,
+    timeout_s=3600,
+)
 MAX_EVENT_LINES = 200
 
 
@@ -100,7 +115,12 @@ class Executor:
     def log_path(self, step_id: str) -> Path:
         return self.logs_dir / f"{step_id}.log"
 
-    def __call__(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
+    def __call__(self, step_id: str, action: Action) -> Outcome:
+        outcome = self._carry_out(step_id, action)
+        failpoint("executor.after_run")  # done, not yet recorded: a crash here re-runs it
+        return outcome
+
+    def _carry_out(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
         match action:
             case Run():
                 return self.run(step_id, action)
@@ -113,6 +133,27 @@ class Executor:
     def run(self, step_id: str, action: Run) -> Outcome:
         if action.creates and self.host.exists(action.creates):
             return Outcome(True, f"skipped: {action.creates} exists")
+        if self._needs_repair(action) and not self._repair(
+            step_id,
+            "dpkg was left interrupted by an earlier run; running dpkg --configure -a first",
+        ):
+            return Outcome(False, "dpkg --configure -a failed: the package database needs repair")
+        result = self._spawn_waiting_for_lock(step_id, action)
+        if not self._ok(action, result) and self._interrupted(result):
+            if self._repair(
+                step_id, "apt says dpkg was interrupted; running dpkg --configure -a, then again"
+            ):
+                result = self._spawn(step_id, action)
+            if self._interrupted(result):
+                return Outcome(
+                    False,
+                    f"{result.describe()}: dpkg is still interrupted after one dpkg --configure -a; "
+                    "run `dpkg --configure -a` by hand, read its errors, then run gpuwizard again",
+                    result.last_lines,
+                )
+        return Outcome(self._ok(action, result), result.describe(), result.last_lines)
+
+    def _spawn_waiting_for_lock(self, step_id: str, action: Run) -> RunResult | Outcome:
         attempt, result = 0, self._spawn(step_id, action)
         while (
             action.retry_on_lock
@@ -121,32 +162,38 @@ class Executor:
             and attempt < LOCK_RETRIES
         ):
             attempt += 1
+            wait_s = LOCK_BACKOFF_S * 2**attempt
             self._note(
                 step_id,
-                f"gpuwizard: another package manager holds the lock; waiting {2**attempt} s (try {attempt + 1})",
+                f"gpuwizard: {self._holder(result)} holds the package lock; waiting {wait_s:g} s "
+                f"(try {attempt + 1} of {LOCK_RETRIES + 1}); the lock is never deleted",
             )
-            self.sleep(2**attempt)
+            self.sleep(wait_s)
             result = self._spawn(step_id, action)
-        if not self._ok(action, result) and self._interrupted(result):
-            self._note(
-                step_id,
-                "gpuwizard: dpkg was interrupted earlier; running dpkg --configure -a once, then retrying",
-            )
-            repair = Run(
-                ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a"),
-                env=APT_ENV,
-                timeout_s=3600,
-            )
-            if self._ok(repair, self._spawn(step_id, repair)):
-                result = self._spawn(step_id, action)
-        return Outcome(self._ok(action, result), result.describe(), result.last_lines)
+        return result
+
+    def _needs_repair(self, action: Run) -> bool:
+        if action.argv[0] not in PACKAGE_TOOLS or "--configure" in action.argv:
+            return False
+        return read_dpkg_interrupted(self.host)
+
+    def _repair(self, step_id: str, note: str) -> bool:
+        """One ``dpkg --configure -a``, noninteractive, keeping local config files (T12, T16)."""
+        self._note(step_id, f"gpuwizard: {note}")
+        return self._ok(REPAIR, self._spawn(step_id, REPAIR))
+
+    def _open_log(self, step_id: str) -> BinaryIO:
+        """The step's log, appended to; 0600 in a 0700 folder whatever the umask (T38)."""
+        make_private_dir(self.logs_dir.parent)
+        make_private_dir(self.logs_dir)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        return os.fdopen(os.open(self.log_path(step_id), flags, 0o600), "ab")
 
     def _spawn(self, step_id: str, action: Run) -> RunResult | Outcome:
         failpoint("executor.before_run")
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
         argv = self.tools.resolve(action.argv)
         answers = [Answer(re.compile(pattern), reply) for pattern, reply in action.answers.items()]
-        with self.log_path(step_id).open("ab") as log:
+        with self._open_log(step_id) as log:
             log.write(f"\n$ {action.display()}\n".encode())
             try:
                 return run_command(
@@ -183,33 +230,55 @@ class Executor:
     def _interrupted(self, result: RunResult | Outcome) -> bool:
         return bool(DPKG_INTERRUPTED.search(self._tail(result)))
 
+    def _holder(self, result: RunResult | Outcome) -> str:
+        """Who holds the lock, as apt names it: "unattended-upgr (pid 4750)"."""
+        found = LOCK_HOLDER.search(self._tail(result))
+        if found is None:
+            return "another package manager"
+        return (
+            f"{found.group(2)} (pid {found.group(1)})"
+            if found.group(2)
+            else f"pid {found.group(1)}"
+        )
+
     def _lines(self, step_id: str, lines: list[str]) -> None:
         dropped = max(0, len(lines) - MAX_EVENT_LINES)
         self.on_lines(step_id, tuple(lines[-MAX_EVENT_LINES:]), dropped)
 
     def _note(self, step_id: str, text: str) -> None:
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path(step_id).open("ab") as log:
+        with self._open_log(step_id) as log:
             log.write(text.encode() + b"\n")
         self.on_lines(step_id, (text,), 0)
 
     # --------------------------------------------------------------------------------- files
     def write(self, step_id: str, action: WriteFile) -> Outcome:
         target = self.host.path(action.path)
-        backup: Path | None = None
+        if target.parent.is_dir():
+            remove_stale_temps(target.parent)  # left by a crash mid-write here (T33)
         if action.backup:
-            backup = target.with_name(target.name + ".gpuwizard-bak")
-            if target.exists():
-                shutil.copy2(target, backup)
-            self.backups.setdefault(step_id, []).append(
-                (target, backup if target.exists() else None)
-            )
+            self._back_up(step_id, target, action.content.encode("utf-8"))
         try:
             write_atomic(target, action.content.encode("utf-8"), action.mode)
         except OSError as error:
             return Outcome(False, f"cannot write {action.path}: {error.strerror}")
         self._note(step_id, f"gpuwizard: wrote {action.path} (mode {action.mode:o})")
         return Outcome(True, f"wrote {action.path}")
+
+    def _back_up(self, step_id: str, target: Path, content: bytes) -> None:
+        """Keep the file's previous content for ``restore``.
+
+        A crash right after the write re-runs it on resume; the target then already holds the new
+        content, so the backup made the first time (the real original) is kept, not overwritten.
+        """
+        backup = target.with_name(target.name + ".gpuwizard-bak")
+        if not target.exists():
+            self.backups.setdefault(step_id, []).append((target, None))
+            return
+        if target.read_bytes() != content:
+            shutil.copy2(target, backup)
+        elif not backup.exists():
+            return  # already written, original unknown: nothing to put back
+        self.backups.setdefault(step_id, []).append((target, backup))
 
     def restore(self, step_id: str) -> list[str]:
         """Put back the files a failed step replaced; returns what was restored."""

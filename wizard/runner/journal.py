@@ -70,6 +70,16 @@ class JournalData:
         return next(r for r in self.steps if r.id == step_id)
 
 
+MAX_JOURNAL_BYTES = 16 * 1024 * 1024
+"""A journal is a few dozen KiB; anything this large is damaged or hostile and is not read."""
+
+
+def _read_bounded(path: Path) -> str:
+    if path.stat().st_size > MAX_JOURNAL_BYTES:
+        raise CodecError(f"{path.stat().st_size} bytes is far too large for a journal")
+    return path.read_text(encoding="utf-8")
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -79,9 +89,18 @@ def new_journal(run_id: str, plan: Plan, selection: Selection) -> JournalData:
     return JournalData(SCHEMA, run_id, plan.machine_id, plan, selection, records, updated_at=now())
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen = [key for key, _ in pairs]
+        twice = next(key for key in seen if seen.count(key) > 1)
+        raise CodecError(f"the key {twice!r} appears twice: the file was edited or is damaged")
+    return data
+
+
 def parse(text: str) -> JournalData:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as error:
         raise CodecError(f"not JSON ({error.msg}, line {error.lineno})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -113,14 +132,14 @@ class Journal:
     def load(cls, path: Path) -> Journal:
         """Read the journal; fall back to the last good copy, never to an empty one."""
         try:
-            return cls(path, parse(path.read_text(encoding="utf-8")))
+            return cls(path, parse(_read_bounded(path)))
         except FileNotFoundError:
             raise JournalError(f"no journal at {path}: nothing to resume") from None
         except (CodecError, UnicodeDecodeError) as error:
             damaged = str(error)
         backup = path.with_name(path.name + ".bak")
         try:
-            data = parse(backup.read_text(encoding="utf-8"))
+            data = parse(_read_bounded(backup))
         except (FileNotFoundError, CodecError, UnicodeDecodeError):
             raise JournalError(
                 f"{path} is damaged ({damaged}) and has no usable backup; finished steps cannot be told apart, "
@@ -142,7 +161,19 @@ class Journal:
         records = tuple(
             dataclasses.replace(r, **changes) if r.id == step_id else r for r in self.data.steps
         )
-        self.data = dataclasses.replace(self.data, steps=records)
+        if records != self.data.steps:  # an unchanged record costs no fsync
+            self.data = dataclasses.replace(self.data, steps=records)
+            self.save()
+        return self.data.record(step_id)
+
+    def record_reboot(
+        self, step_id: str, reboot: RebootRecord | None, **changes: Any
+    ) -> StepRecord:
+        """Change a step and the reboot in flight in one save: a crash never leaves one of them."""
+        records = tuple(
+            dataclasses.replace(r, **changes) if r.id == step_id else r for r in self.data.steps
+        )
+        self.data = dataclasses.replace(self.data, steps=records, reboot=reboot)
         self.save()
         return self.data.record(step_id)
 

@@ -151,6 +151,9 @@ def run_command(
         timed_out = session.run()
     finally:
         _kill_group(child)  # leftovers of a normal exit, or everything after an exception
+        if not child.isalive():
+            # Reaped already, so ptyprocess's 0.1 s pause before its own kill is moot.
+            child.ptyproc.delayafterclose = 0  # type: ignore[attr-defined]  # not in types-pexpect
         child.close(force=True)  # pexpect#168: children survive exceptions without this
     return RunResult(
         exit_status=child.exitstatus,

@@ -13,17 +13,36 @@ import contextlib
 import os
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gpuwizard.plan import SecretRef
 
 SOCKET_NAME = "answer.sock"
 MAX_SECRET_BYTES = 4096
+MAX_SOCKET_PATH = 100
+"""AF_UNIX addresses hold at most 107 bytes; a longer path is reached through its folder's fd."""
 
 
 class SecretTimeout(RuntimeError):
     """Nobody answered the secret prompt in time."""
+
+
+@contextlib.contextmanager
+def _address(path: Path) -> Iterator[str]:
+    """An address for the socket at ``path`` that fits AF_UNIX, however deep the state dir is.
+
+    A sandbox under a long home directory easily passes 107 bytes (bind fails with "AF_UNIX path
+    too long"); the socket is then reached through /proc/self/fd of its directory.
+    """
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def _peer_uid(connection: socket.socket) -> int:
@@ -62,7 +81,8 @@ class SocketSecrets:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket file is created 0600, never looser
         try:
-            server.bind(str(self.path))
+            with _address(self.path) as address:
+                server.bind(address)
         finally:
             os.umask(old_umask)
         if self.owner_uid is not None and os.getuid() == 0:
@@ -103,5 +123,6 @@ def send_secret(state_dir: Path, value: str, timeout_s: float = 10) -> None:
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.settimeout(timeout_s)
     with contextlib.closing(client):
-        client.connect(str(state_dir / SOCKET_NAME))
+        with _address(state_dir / SOCKET_NAME) as address:
+            client.connect(address)
         client.sendall(value.encode("utf-8") + b"\n")

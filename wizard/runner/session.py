@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO
 
 from gpuwizard.detect import detect_host
-from gpuwizard.facts import HostFacts
 from gpuwizard.host import Host
 from gpuwizard.paths import LOGIN_BANNER
 from gpuwizard.plan import SecretRef
@@ -25,6 +24,14 @@ from gpuwizard.runner.apply import Applier
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.journal import Journal, JournalError, now
+from gpuwizard.runner.layout import (
+    EVENTS,
+    EXIT_BUSY,
+    EXIT_STOPPED,
+    EXITS,
+    JOURNAL,
+    load_planned_facts,
+)
 from gpuwizard.runner.lock import (
     AlreadyRunning,
     RunnerLock,
@@ -34,26 +41,6 @@ from gpuwizard.runner.lock import (
 )
 from gpuwizard.runner.secrets import SocketSecrets
 from gpuwizard.steps import build_steps
-
-EXIT_DONE = 0
-EXIT_FAILED = 1
-EXIT_STOPPED = 2
-EXIT_BUSY = 3
-EXIT_CHANGED = 4
-EXIT_REBOOT = 10
-EXIT_PAUSED = 5
-EXITS = {
-    "done": EXIT_DONE,
-    "failed": EXIT_FAILED,
-    "reboot": EXIT_REBOOT,
-    "changed": EXIT_CHANGED,
-    "stopped": EXIT_STOPPED,
-    "paused": EXIT_PAUSED,
-}
-
-JOURNAL = "journal.json"
-EVENTS = "events.jsonl"
-PLANNED_FACTS = "planned-facts.json"
 
 
 class EventLog:
@@ -92,14 +79,6 @@ def last_seq(path: Path) -> int:
         except ValueError:
             continue
     return 0
-
-
-def save_planned_facts(state_dir: Path, facts: HostFacts) -> None:
-    write_atomic(state_dir / PLANNED_FACTS, facts.to_json().encode("utf-8"), 0o600)
-
-
-def load_planned_facts(state_dir: Path) -> HostFacts:
-    return HostFacts.from_json((state_dir / PLANNED_FACTS).read_text(encoding="utf-8"))
 
 
 def banner_text(run_id: str, why: str) -> str:
@@ -163,7 +142,7 @@ def _run_locked(
     try:
         journal = Journal.load(state_dir / JOURNAL)
     except JournalError as error:
-        (state_dir / "runner-error.txt").write_text(str(error) + "\n")
+        write_atomic(state_dir / "runner-error.txt", f"{error}\n".encode(), 0o600)
         return EXIT_STOPPED
     log = EventLog(state_dir / EVENTS, options.owner_uid)
     facts = detect_host(host)
@@ -209,6 +188,11 @@ def _run_locked(
             if isinstance(event, ev.RunStopped):
                 why = event.why
             log.emit(event)
+    except JournalError as error:
+        # The record cannot be kept (disk full, I/O error): stop rather than go on unrecorded (T34).
+        why = str(error)
+        log.emit(ev.RunStopped("failed", why, current_step[0] or None))
+        applier.exit = "failed"
     except Exception as error:
         # A bug must still end the run cleanly: say so in the events, keep the traceback in runner.log.
         why = f"gpuwizard stopped on an internal error ({type(error).__name__}: {error}); details in runner.log"

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from gpuwizard.runner.control import Backend
 from gpuwizard.sim.machine import sandbox_host
-from gpuwizard.sim.reboot import kill_runner, reboot
-from gpuwizard.sim.runner import sim_env
-from gpuwizard.sim.sandbox import open_or_create, place_for
+from gpuwizard.sim.reboot import boot_id_of, kill_runner, reboot
+from gpuwizard.sim.sandbox import open_or_create, place_for, sim_env
 
 
 def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> Backend:
@@ -28,8 +27,9 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
     )
 
     def confirmed_reboot() -> None:
+        ending = boot_id_of(sandbox)
         reboot(sandbox)
-        kill_runner(place.state_dir)
+        kill_runner(place.state_dir, ending)
 
     return Backend(
         name=f"simulated {profile}",
@@ -39,4 +39,5 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
         env=sim_env(place),
         reboot=confirmed_reboot,
         simulated=True,
+        python_in=lambda env: (sys.executable, "-m", "gpuwizard.sim.bench_python", "--env", env),
     )

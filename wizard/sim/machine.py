@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gpuwizard.detect import pci
 from gpuwizard.detect.installs import PACKAGE_PATTERNS
 from gpuwizard.detect.recording import load_commands, recorded_host
-from gpuwizard.facts import Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
 from gpuwizard.host import MISSING_TOOL, Host, Output
 from gpuwizard.paths import MANAGED_SERVICES
 from gpuwizard.sim.sandbox import Sandbox, SimState
@@ -127,8 +127,13 @@ class SimNvml:
             return NvmlUnavailable(
                 "the NVIDIA driver is installed but its kernel module is not loaded"
             )
-        host = recorded_host(self.sandbox.directory)
-        gpus = pci.classify(host, pci.scan(host))[0]
+        module = self.sandbox.path("/sys/module/nvidia/version")
+        if module.exists() and module.read_text().strip() != version:
+            # The libraries were upgraded (unattended-upgrades) under the loaded module (T23).
+            return NvmlUnavailable(
+                "driver/library version mismatch: the driver was updated without a reboot"
+            )
+        gpus = sim_gpus(self.sandbox)
         devices = tuple(
             NvmlGpu(
                 i,
@@ -144,6 +149,17 @@ class SimNvml:
             for i, g in enumerate(gpus)
         )
         return NvmlOk(version, _CUDA_FOR_BRANCH.get(version.split(".")[0], "13.0"), devices)
+
+
+def sim_gpus(sandbox: Sandbox) -> list[Gpu]:
+    """The simulated machine's GPUs, as its PCI bus shows them."""
+    host = recorded_host(sandbox.directory)
+    return list(pci.classify(host, pci.scan(host))[0])
+
+
+def sim_has_nvswitch(sandbox: Sandbox) -> bool:
+    host = recorded_host(sandbox.directory)
+    return bool(pci.classify(host, pci.scan(host))[1])
 
 
 def sandbox_host(sandbox: Sandbox) -> Host:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import signal
 import uuid
 from pathlib import Path
 
+from gpuwizard.detect.platform import parse_boot_id
+from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.sim.effects import kernels
 from gpuwizard.sim.machine import driver_version
 from gpuwizard.sim.sandbox import Sandbox, SimState
@@ -56,7 +57,10 @@ def reboot(sandbox: Sandbox) -> SimState:
     kernel = max(kernels(sandbox), key=kernel_sort_key)
     mok = state.mok
     if mok == "pending":
-        mok = "enrolled" if scenario.get("mok_enrolled_at_console", True) else "not-enrolled"
+        # Someone at the console types the password into MokManager; it must be the one given.
+        typed = scenario.get("mok_console_password_sha256", state.mok_password_sha256)
+        at_console = scenario.get("mok_enrolled_at_console", True)
+        mok = "enrolled" if at_console and typed == state.mok_password_sha256 else "not-enrolled"
     state = dataclasses.replace(state, mok=mok, reboots=state.reboots + 1)
     modules = _was_loaded(sandbox, "ib_core") + _was_loaded(sandbox, "mlx5_core")
     if _was_loaded(sandbox, "nouveau") and not (
@@ -111,11 +115,24 @@ def _rebind_gpus(sandbox: Sandbox, driver: str | None) -> None:
             sandbox.set_link(link, f"../../../bus/pci/drivers/{driver}" if driver else None)
 
 
-def kill_runner(state_dir: Path) -> None:
-    """A reboot ends every process: the runner that asked for it goes too."""
-    try:
-        record = json.loads((state_dir / "run.json").read_text())
-    except (OSError, ValueError):
+def boot_id_of(sandbox: Sandbox) -> str | None:
+    boot = sandbox.path("/proc/sys/kernel/random/boot_id")
+    return parse_boot_id(boot.read_text() if boot.exists() else None)
+
+
+def kill_runner(state_dir: Path, boot_id: str | None) -> None:
+    """A reboot ends every process: the runner of the boot that ends (``boot_id``) goes too.
+
+    Only a runner alive by the A1 rule (run.json's pid, its start time *and* boot_id match) is
+    killed: a pid alone may belong to another process by now (T13). Its process group goes with
+    it only when it leads one of its own, as the detached runner does; never the group of
+    whoever runs the runner in-process.
+    """
+    record = read_run_record(state_dir)
+    if record is None or runner_status(state_dir, boot_id) != "running":
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
-        os.killpg(os.getpgid(int(record["pid"])), signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(record.pid) == record.pid:
+            os.killpg(record.pid, signal.SIGKILL)
+        else:
+            os.kill(record.pid, signal.SIGKILL)

@@ -14,15 +14,11 @@ from pathlib import Path
 from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, run_session
 from gpuwizard.sim.machine import sandbox_host
-from gpuwizard.sim.sandbox import SIM_ENV, STATE_ENV, SimPlace, place_for
+from gpuwizard.sim.sandbox import SimPlace, place_for, sim_env
 
 
 def sim_tools(place: SimPlace) -> Tools:
     return Tools(shim=(sys.executable, "-m", "gpuwizard.sim.shim"), env=sim_env(place))
-
-
-def sim_env(place: SimPlace) -> dict[str, str]:
-    return {SIM_ENV: str(place.sandbox.directory), STATE_ENV: str(place.state_dir)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,6 @@ from typing import Any
 
 from gpuwizard.codec import from_jsonable, to_jsonable
 from gpuwizard.runner.files import write_atomic
-from gpuwizard.sim.profiles import find_profile
 
 SIM_ENV = "GPUWIZARD_SANDBOX"
 STATE_ENV = "GPUWIZARD_STATE"
@@ -47,6 +46,8 @@ class SimState:
     dpkg_interrupted: bool = False
     cloud_init: str = "done"
     mok: str = "no-key"
+    mok_password_sha256: str = ""
+    """What MokManager will ask for at the console: a digest, never the password itself."""
     initramfs_blacklists_nouveau: bool = False
     """The initramfs was rebuilt while a nouveau blacklist existed."""
     reboots: int = 0
@@ -131,6 +132,10 @@ def place_for(profile: str, home: Path | None = None) -> SimPlace:
 
 def create(place: SimPlace, scenario: dict[str, Any] | None = None) -> Sandbox:
     """Copy the profile into a fresh sandbox (files, not links: nothing can point outside)."""
+    # Imported here: every stand-in tool call imports this module, and detection (which
+    # profiles pulls in) would add a third to each call's start-up.
+    from gpuwizard.sim.profiles import find_profile
+
     profile = find_profile(place.profile)
     sandbox = place.sandbox
     if sandbox.directory.exists():
@@ -159,3 +164,8 @@ def open_or_create(place: SimPlace, reset: bool = False) -> Sandbox:
     if place.sandbox.state_file.exists():
         return place.sandbox
     return create(place)
+
+
+def sim_env(place: SimPlace) -> dict[str, str]:
+    """What the simulated runner and shim need in their environment to find this sandbox."""
+    return {SIM_ENV: str(place.sandbox.directory), STATE_ENV: str(place.state_dir)}

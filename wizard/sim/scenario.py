@@ -6,12 +6,19 @@ A scenario is scenario.json in the sandbox::
     {"rules": [{"tool": "apt-get", "match": "install", "times": 3, "exit": 100,
                 "output": "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by ..."}],
      "dkms_fails": false, "nouveau_stays": false, "reboot_does_nothing": false,
-     "mok_enrolled_at_console": true, "secure_boot_rejects_unsigned": true}
+     "mok_enrolled_at_console": true, "mok_console_password_sha256": "<hex>", "password_echo": "off",
+     "dpkg_lock": {"holder": "4750 (unattended-upgr)", "calls": 1, "wait_s": 0.2},
+     "cloud_init_ends": "done"}
 
 A rule applies to calls of ``tool`` whose arguments contain ``match``, for the first ``times``
-calls (all when absent). It may print ``output`` (or ``raw`` bytes, ``flood_mb`` megabytes of
-lines), show a ``prompt`` and read a line, ``sleep_s``, kill itself with ``signal``; with
-``exit`` it ends there, otherwise the tool's normal simulated behaviour follows.
+calls (all when absent). It may change sandbox files (``write_file`` {path: content},
+``remove_file`` [paths]), print ``output`` (or ``raw`` bytes, ``flood_mb`` megabytes of lines),
+show a ``prompt`` and read a line, ``sleep_s``, kill itself with ``signal``; with ``exit`` it
+ends there, otherwise the tool's normal simulated behaviour follows.
+
+``dpkg_lock``: another package manager holds the dpkg lock during the first ``calls`` package
+changes; apt-get waits ``wait_s`` for it when given ``DPkg::Lock::Timeout``, else fails as apt
+does. ``cloud_init_ends``: what ``cloud-init status --wait`` ends in (done, degraded, error).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ class Rule:
     tool: str
     match: str = ""
     times: int | None = None
+    write_file: dict[str, str] = field(default_factory=dict)
+    """Sandbox paths to write before anything else, e.g. a kernel that appears mid-install."""
+    remove_file: tuple[str, ...] = ()
     output: str = ""
     raw: str = ""
     """Bytes to write, given as a latin-1 string ("\\xff\\xfe")."""
@@ -53,7 +63,10 @@ class Scenario:
 
 
 def parse_scenario(data: dict[str, Any]) -> Scenario:
-    rules = tuple(Rule(**rule) for rule in data.get("rules", ()))
+    rules = tuple(
+        Rule(**{**rule, "remove_file": tuple(rule.get("remove_file", ()))})
+        for rule in data.get("rules", ())
+    )
     flags = {k: v for k, v in data.items() if k != "rules"}
     return Scenario(rules, flags)
 

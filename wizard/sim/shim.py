@@ -10,6 +10,7 @@ The simulation never touches the real system: every path is joined to the sandbo
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -19,9 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpuwizard.sim import effects
-from gpuwizard.sim.reboot import kill_runner, reboot
 from gpuwizard.sim.sandbox import SIM_ENV, STATE_ENV, Sandbox, SimState
-from gpuwizard.sim.scenario import matching, parse_scenario, play
+from gpuwizard.sim.scenario import Rule, matching, parse_scenario, play
 
 LOGGED_ENV = (
     "DEBIAN_FRONTEND",
@@ -31,6 +31,13 @@ LOGGED_ENV = (
     "UV_PYTHON_INSTALL_DIR",
 )
 Handler = Callable[[Sandbox, SimState, list[str]], tuple[SimState, list[str], int]]
+
+
+def change_files(sandbox: Sandbox, rule: Rule) -> None:
+    for path, content in rule.write_file.items():
+        effects.touch(sandbox, path, content)
+    for path in rule.remove_file:
+        sandbox.path(path).unlink(missing_ok=True)
 
 
 def say(lines: list[str]) -> None:
@@ -52,7 +59,11 @@ def log_call(sandbox: Sandbox, tool: str, args: list[str]) -> None:
         handle.write(json.dumps(entry) + "\n")
 
 
-def apt_get(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+APT_CHANGES = ("install", "full-upgrade", "upgrade", "dist-upgrade", "remove", "purge")
+
+
+def apt_command(args: list[str]) -> tuple[str, list[str]]:
+    """apt-get's subcommand and the words after the options."""
     words = [
         a
         for a in args
@@ -60,7 +71,45 @@ def apt_get(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimStat
         and "=" not in a
         and a not in ("DPkg::Lock::Timeout", "Dpkg::Options::")
     ]
-    command = next((w for w in words if w in ("update", "install", "full-upgrade", "upgrade")), "")
+    command = next((w for w in words if w in ("update", *APT_CHANGES)), "")
+    return command, words
+
+
+def changes_packages(tool: str, args: list[str]) -> bool:
+    """dpkg is at work during this call, so killing it leaves dpkg interrupted (T12)."""
+    if tool == "apt-get":
+        return apt_command(args)[0] in APT_CHANGES
+    return tool == "dpkg" and ("-i" in args or "--install" in args)
+
+
+def wait_for_lock(
+    sandbox: Sandbox, state: SimState, args: list[str]
+) -> tuple[SimState, list[str] | None]:
+    """Another package manager holds the dpkg lock (scenario ``dpkg_lock``): wait or refuse."""
+    lock = sandbox.scenario().get("dpkg_lock")
+    taken = state.counters.get("dpkg_lock", 0)
+    if not lock or taken >= int(lock.get("calls", 1)):
+        return state, None
+    state = dataclasses.replace(state, counters={**state.counters, "dpkg_lock": taken + 1})
+    holder = lock.get("holder", "4750 (unattended-upgr)")
+    message = f"Could not get lock /var/lib/dpkg/lock-frontend. It is held by process {holder}"
+    if not any(a.startswith("DPkg::Lock::Timeout=") for a in args):
+        return state, [
+            f"E: {message}",
+            "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), "
+            "is another process using it?",
+        ]
+    say([f"Waiting for cache lock: {message}... 0s"])
+    time.sleep(float(lock.get("wait_s", 0.2)))
+    return state, None
+
+
+def apt_get(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+    command, words = apt_command(args)
+    if command in APT_CHANGES:
+        state, refused = wait_for_lock(sandbox, state, args)
+        if refused is not None:
+            return state, refused, 100
     if state.dpkg_interrupted and command != "update":
         return (
             state,
@@ -154,16 +203,18 @@ def systemctl(
 
 def mokutil(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
     if "--import" in args:
-        first = _ask("input password: ")
-        second = _ask("input password again: ")
+        # scenario "password_echo": "off" (at once), "late" (after 0.3 s: the echo race), "on"
+        echo = str(sandbox.scenario().get("password_echo", "off"))
+        first = _ask("input password: ", echo)
+        second = _ask("input password again: ", echo)
         if first != second or not first:
             return state, ["Password doesn't match"], 1
-        return dataclasses.replace(state, mok="pending"), [], 0
-    del sandbox
+        digest = hashlib.sha256(first.encode("utf-8")).hexdigest()
+        return dataclasses.replace(state, mok="pending", mok_password_sha256=digest), [], 0
     return state, [], 0
 
 
-def _ask(prompt: str) -> str:
+def _ask(prompt: str, echo: str) -> str:
     import termios  # only mokutil's stand-in reads a password
 
     sys.stdout.write(prompt)
@@ -171,9 +222,15 @@ def _ask(prompt: str) -> str:
     fd = sys.stdin.fileno()
     old = termios.tcgetattr(fd) if sys.stdin.isatty() else None
     if old is not None:
-        quiet = list(old)
-        quiet[3] &= ~termios.ECHO
-        termios.tcsetattr(fd, termios.TCSADRAIN, quiet)
+        mode = list(old)
+        if echo != "off":  # the terminal repeats what is typed until the program stops it (T25)
+            mode[3] |= termios.ECHO
+            termios.tcsetattr(fd, termios.TCSANOW, mode)
+        if echo == "late":
+            time.sleep(0.3)
+        if echo != "on":
+            mode[3] &= ~termios.ECHO
+            termios.tcsetattr(fd, termios.TCSADRAIN, mode)
     try:
         return sys.stdin.readline().rstrip("\n")
     finally:
@@ -203,21 +260,27 @@ def dkms(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, 
 def fake_reboot(
     sandbox: Sandbox, state: SimState, args: list[str]
 ) -> tuple[SimState, list[str], int]:
+    # Imported here: the fake reboot needs detection's view of the machine; the other tools,
+    # started for every command of every simulated install, start faster without it.
+    from gpuwizard.sim.reboot import boot_id_of, kill_runner, reboot
+
     del state, args
     say(["Rebooting (simulated)..."])
+    ending = boot_id_of(sandbox)
     new = reboot(sandbox)
     state_dir = os.environ.get(STATE_ENV)
-    if state_dir:
-        kill_runner(Path(state_dir))
+    if state_dir and boot_id_of(sandbox) != ending:  # a reboot that did not happen kills nothing
+        kill_runner(Path(state_dir), ending)
     return new, [], 0
 
 
 def cloud_init(
     sandbox: Sandbox, state: SimState, args: list[str]
 ) -> tuple[SimState, list[str], int]:
-    del sandbox
     if "--wait" in args and state.cloud_init == "running":
-        return dataclasses.replace(state, cloud_init="done"), [".....", "status: done"], 0
+        end = str(sandbox.scenario().get("cloud_init_ends", "done"))
+        code = {"degraded": 2, "error": 1}.get(end, 0)
+        return dataclasses.replace(state, cloud_init=end), [".....", f"status: {end}"], code
     code = {"degraded": 2, "error": 1}.get(state.cloud_init, 0)
     return state, [f"status: {state.cloud_init}"], code
 
@@ -262,7 +325,14 @@ def verify(
     if torch == "not installed":
         problems.append("ModuleNotFoundError: No module named 'torch'")
     boot = sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    devices = [f"{i}: simulated GPU" for i in range(expected)] if not problems else []
+    from gpuwizard.sim.machine import sim_gpus  # detection code: loaded only for this probe
+
+    gpus = sim_gpus(sandbox)[:expected]
+    devices = (
+        [f"{i}: NVIDIA {g.model.name} ({g.model.sm})" for i, g in enumerate(gpus)]
+        if not problems
+        else []
+    )
     data = {
         "env": env,
         "torch": torch,
@@ -333,15 +403,24 @@ def main(argv: list[str]) -> int:
     tool = Path(program).name
     log_call(sandbox, tool, args)
     state = sandbox.load()
-    scenario = parse_scenario(sandbox.scenario())
-    rule = matching(scenario, tool, args, state.counters)
+    rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
+    busy = changes_packages(tool, args) and not state.dpkg_interrupted
     if rule is not None:
-        counters = {**state.counters, rule.key: state.counters.get(rule.key, 0) + 1}
-        sandbox.save(dataclasses.replace(state, counters=counters))
+        state = dataclasses.replace(
+            state, counters={**state.counters, rule.key: state.counters.get(rule.key, 0) + 1}
+        )
+    # Until this call ends dpkg is mid-way: a kill now leaves it interrupted, as on a real machine.
+    sandbox.save(dataclasses.replace(state, dpkg_interrupted=state.dpkg_interrupted or busy))
+    if rule is not None:
+        change_files(sandbox, rule)
         code = play(rule)
         if code is not None:
+            if busy:
+                sandbox.save(dataclasses.replace(sandbox.load(), dpkg_interrupted=False))
             return code
         state = sandbox.load()
+    if busy:
+        state = dataclasses.replace(state, dpkg_interrupted=False)
     if tool in HANDLERS:
         state, lines, code = HANDLERS[tool](sandbox, state, args)
     elif tool.startswith("python"):
