@@ -14,20 +14,27 @@ class DoneScreen(Screen[None]):
     BINDINGS = [Binding("q,enter", "app.quit_wizard", "Quit")]
     DEFAULT_CSS = "DoneScreen #done-body { padding: 1 2; }"
 
-    def __init__(self, summary: list[str], env_path: str, logs: str) -> None:
+    def __init__(
+        self, summary: list[str], env_path: str, logs: str, bench: str | None = None
+    ) -> None:
+        """``bench``: the benchmark's headline and results file, when one ran."""
         super().__init__()
         self.summary = summary
         self.env_path = env_path
         self.logs = logs
+        self.bench = bench
 
     def compose(self) -> ComposeResult:
         text = Text("Done: the GPU server is set up.\n\n", style="bold green")
         for line in self.summary:
             text.append(f"  {line}\n")
+        if self.bench:
+            text.append(f"\nBenchmark: {self.bench}\n")
         text.append("\nNext:\n", style="bold")
         text.append(f"  source {self.env_path}/bin/activate\n")
         text.append('  python -c "import torch; print(torch.cuda.device_count())"\n')
         text.append("  gpuwizard detect     # the machine as it is now\n")
+        text.append("  gpuwizard bench      # the benchmark again, without the wizard\n")
         text.append(f"\nLogs: {self.logs}\n", style="dim")
         yield Header()
         with VerticalScroll(id="done-body"):

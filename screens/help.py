@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,7 +17,7 @@ KEYS = (
     ("a", "run all remaining steps without asking each time"),
     ("s", "start the install (review) · skip a step (install)"),
     ("r", "retry a failed step · reboot (reboot screen)"),
-    ("x", "abort the install (nothing half-done: finished steps stay done)"),
+    ("x", "abort the install (finished steps stay done, none is left half-done)"),
     ("w", "why not the other options (recommendation)"),
     ("b / esc", "back"),
     ("q", "quit: a running step continues in the background"),
@@ -37,20 +40,32 @@ class HelpScreen(ModalScreen[None]):
         self.simulated = simulated
 
     def compose(self) -> ComposeResult:
-        text = Text("Keys\n", style="bold")
+        # Two-column grids: a long meaning or path wraps inside its column, under itself.
+        keys = Table.grid(padding=(0, 1))
+        keys.add_column(style="bold cyan", no_wrap=True)
+        keys.add_column()
         for key, meaning in KEYS:
-            text.append(f"  {key:<8} ", style="bold cyan")
-            text.append(f"{meaning}\n")
-        text.append("\nWhere things are\n", style="bold")
-        text.append(f"  state and journal  {self.state_dir}\n")
-        text.append(f"  step logs          {self.state_dir}/logs/<run>/<step>.log\n")
-        text.append(f"  runner output      {self.state_dir}/runner.log\n")
+            keys.add_row(f"  {key}", meaning)
+        places: list[RenderableType] = []
+        for label, path in (
+            ("state and journal", self.state_dir),
+            ("step logs", f"{self.state_dir}/logs/<run>/<step>.log"),
+            ("runner output", f"{self.state_dir}/runner.log"),
+        ):  # each path under its label, folded when it is longer than the line
+            places.append(Padding(Text(label, style="dim"), (0, 0, 0, 2)))
+            places.append(Padding(Text(path, overflow="fold"), (0, 0, 0, 4)))
+        parts: list[RenderableType] = [
+            Text("Keys", style="bold"),
+            keys,
+            Text("\nWhere things are", style="bold"),
+            *places,
+        ]
         if self.simulated:
-            text.append(
-                "\nThis is a simulation: nothing on this machine is changed.\n", style="yellow"
+            parts.append(
+                Text("\nThis is a simulation: nothing on this machine is changed.", style="yellow")
             )
         with VerticalScroll():
-            yield Static(text)
+            yield Static(Group(*parts))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -102,6 +102,9 @@ class InstallScreen(Screen[str]):
         for step in self.plan.steps:
             if step.satisfied:
                 steps.set_state(step.id, "skipped")
+        for step_id, state, _ in self.control.journal_steps():  # resumed: what already ran
+            if state != "pending":
+                steps.set_state(step_id, state)
         self.follow()
         self.set_interval(1.0, self.show_progress)
         if self.attach:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from rich.console import Group
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -40,11 +41,21 @@ class Decision:
     result: Recommendation
 
 
-def result_text(result: Result, show_rejected: bool) -> Group:
+def bullet(text: str, mark: str = "·", style: str = "") -> Table:
+    """One item of a list; wrapped lines hang under the text, not under the mark."""
+    row = Table.grid()
+    row.add_column(width=4, no_wrap=True)
+    row.add_column()
+    row.add_row(f"  {mark}", Text(text, style=style))
+    return row
+
+
+def result_text(result: Result) -> Group:
     if isinstance(result, Refusal):
-        parts = [Text("✗ Does not fit: ", style="bold red") + Text(result.reason)]
-        parts += [Text(f"  · {r}") for r in result.reasons if r]
-        parts += _rejected(result.rejected) if show_rejected else []
+        parts: list[RenderableType] = [
+            Text("✗ Does not fit: ", style="bold red") + Text(result.reason)
+        ]
+        parts += [bullet(r) for r in result.reasons if r]
         return Group(*parts)
     d, t, p = result.driver, result.torch, result.python
     status = "✓ Fits" if result.status == "ok" else "✓ Fits, after the changes below"
@@ -54,39 +65,38 @@ def result_text(result: Result, show_rejected: bool) -> Group:
         if d.action == "keep"
         else f"{d.action} R{d.branch}{flavor} ({d.version})"
     )
-    parts = [
-        Text(status, style="bold green"),
-        Text.assemble(("Driver   ", "bold"), driver),
-        Text.assemble(
-            ("PyTorch  ", "bold"),
-            f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}",
-        ),
-        Text.assemble(
-            ("Python   ", "bold"),
-            f"{p.version} ({'system' if p.action == 'use_system' else 'installed beside the system one'})",
-        ),
-    ]
+    where = "system" if p.action == "use_system" else "installed beside the system one"
+    fields = Table.grid(padding=(0, 1))
+    fields.add_column(style="bold", no_wrap=True)
+    fields.add_column()
+    fields.add_row("Driver", driver)
+    fields.add_row(
+        "PyTorch", f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}"
+    )
+    fields.add_row("Python", f"{p.version} ({where})")
     if result.cuda_toolkit:
-        parts.append(Text.assemble(("Toolkit  ", "bold"), f"CUDA {result.cuda_toolkit.version}"))
+        fields.add_row("Toolkit", f"CUDA {result.cuda_toolkit.version}")
+    parts = [Text(status, style="bold green"), fields]
     if result.changes:
         parts.append(Text("Changes first", style="bold yellow"))
-        parts += [Text(f"  · {c}") for c in result.changes]
+        parts += [bullet(c) for c in result.changes]
     parts.append(Text("Why", style="bold"))
-    parts += [Text(f"  · {r}") for r in result.reasons]
-    parts += [Text(f"  ? UNCONFIRMED: {u}", style="yellow") for u in result.unconfirmed]
-    if show_rejected:
-        parts += _rejected(result.rejected)
-    else:
-        parts.append(
-            Text(f"{len(result.rejected)} alternatives not chosen: press w to see why", style="dim")
-        )
+    parts += [bullet(r) for r in result.reasons]
+    parts += [bullet(f"UNCONFIRMED: {u}", "?", "yellow") for u in result.unconfirmed]
     return Group(*parts)
 
 
-def _rejected(rejected: tuple[object, ...]) -> list[Text]:
-    out = [Text("Not chosen", style="bold")]
-    out += [Text(f"  · {r.option}: {r.reason}") for r in rejected]  # type: ignore[attr-defined]
-    return out
+def rejected_text(result: Result, shown: bool) -> Group:
+    """The alternatives not chosen, or one line saying how to see them."""
+    if not result.rejected:
+        return Group()
+    if not shown:
+        count = len(result.rejected)
+        return Group(Text(f"{count} alternatives not chosen: press w to see why", style="dim"))
+    return Group(
+        Text("Not chosen", style="bold"),
+        *(bullet(f"{r.option}: {r.reason}") for r in result.rejected),
+    )
 
 
 class RecommendScreen(Screen[Decision | None]):
@@ -142,12 +152,14 @@ class RecommendScreen(Screen[Decision | None]):
                 selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
                 yield SelectionList[str](*selected, id="extras")
             with VerticalScroll(id="result"):
-                yield Static(result_text(self.result, self.show_rejected), id="result-text")
+                yield Static(result_text(self.result), id="result-text")
+                yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
         yield Footer()
 
     def refresh_result(self) -> None:
         self.result = self.recompute(self.choices, self.options)
-        self.query_one("#result-text", Static).update(result_text(self.result, self.show_rejected))
+        self.query_one("#result-text", Static).update(result_text(self.result))
+        self.query_one("#rejected", Static).update(rejected_text(self.result, self.show_rejected))
 
     @on(Select.Changed, "#torch")
     def change_torch(self, event: Select.Changed) -> None:
@@ -177,7 +189,12 @@ class RecommendScreen(Screen[Decision | None]):
 
     def action_toggle_rejected(self) -> None:
         self.show_rejected = not self.show_rejected
-        self.query_one("#result-text", Static).update(result_text(self.result, self.show_rejected))
+        rejected = self.query_one("#rejected", Static)
+        rejected.update(rejected_text(self.result, self.show_rejected))
+        if self.show_rejected:  # bring them into view: they sit below the reasons
+            self.call_after_refresh(
+                self.query_one("#result", VerticalScroll).scroll_to_widget, rejected, top=True
+            )
 
     def action_proceed(self) -> None:
         if isinstance(self.result, Recommendation):

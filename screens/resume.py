@@ -22,11 +22,21 @@ class ResumeScreen(Screen[bool]):
     ]
     DEFAULT_CSS = "ResumeScreen #resume-body { padding: 1 2; }"
 
-    def __init__(self, checked: Sequence[tuple[str, str, str]], next_title: str | None) -> None:
-        """``checked``: (title, state, reason) of the steps that waited for the reboot."""
+    def __init__(
+        self,
+        checked: Sequence[tuple[str, str, str]],
+        next_title: str | None,
+        *,
+        rebooted: bool = True,
+        problem: str | None = None,
+    ) -> None:
+        """``checked``: (title, state, reason) of the steps that waited for the reboot;
+        ``rebooted``: whether the boot changed; ``problem``: why the check stopped, if it did."""
         super().__init__()
         self.checked = checked
         self.next_title = next_title
+        self.rebooted = rebooted
+        self.problem = problem
 
     def compose(self) -> ComposeResult:
         table = Table.grid(padding=(0, 1))
@@ -34,12 +44,21 @@ class ResumeScreen(Screen[bool]):
             mark, style = MARK.get(state, ("·", ""))
             table.add_row(Text(mark, style=style), Text(title, style="bold"), reason)
         after = f"Next: {self.next_title}" if self.next_title else "Nothing is left to do."
+        if self.problem and not self.checked:
+            heading = "The check after the reboot stopped:"
+        elif not self.rebooted:
+            heading = "The machine has not rebooted yet (its boot id is unchanged): the reboot is offered again."
+        elif self.checked:
+            heading = "Welcome back. The machine rebooted; this was checked again:"
+        else:
+            heading = "Welcome back. The machine rebooted."
         yield Header()
         with VerticalScroll(id="resume-body"):
-            yield Static(
-                Text("Welcome back. The machine rebooted; this was checked again:\n", style="bold")
-            )
-            yield Static(table)
+            yield Static(Text(heading + "\n", style="bold"))
+            if self.checked:
+                yield Static(table)
+            if self.problem:
+                yield Static(Text(f"\n{self.problem}", style="bold red"))
             yield Static(Text(f"\n{after}"))
         yield Footer()
 

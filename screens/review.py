@@ -18,7 +18,7 @@ def plan_table(plan: Plan) -> Table:
     table = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
     table.add_column("#", width=2, justify="right")
     table.add_column("Step", ratio=2)
-    table.add_column("Changes", ratio=3)
+    table.add_column("Changes", ratio=3, overflow="fold")  # paths wrap, never cut
     table.add_column("MiB", width=5, justify="right")
     table.add_column("min", width=4, justify="right")
     number = 0

@@ -16,19 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from gpuwizard import __version__
-from gpuwizard.codec import CodecError, to_jsonable
-from gpuwizard.detect import detect_host, local_host
-from gpuwizard.facts import HostFacts
-from gpuwizard.recommend.sizing import assess
-from gpuwizard.recommend.table import CompatTable, load_table
-from gpuwizard.report import host_lines
 
 if TYPE_CHECKING:
+    from gpuwizard.facts import HostFacts
     from gpuwizard.host import Host
+    from gpuwizard.recommend.table import CompatTable
     from gpuwizard.recommend.target import Target
     from gpuwizard.runner.control import Backend
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNSUPPORTED = 3
 
@@ -126,6 +123,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
+    bench = sub.add_parser(
+        "bench", help="run the ResNet-50 / DDP / NCCL benchmark and compare with published numbers"
+    )
+    bench.add_argument(
+        "--python",
+        metavar="PATH",
+        help="an interpreter with torch (default: the wizard's environment)",
+    )
+    bench.add_argument(
+        "--modes",
+        help="comma-separated, of: fp32 (strict), tf32, amp-fp16, amp-bf16 (default: all)",
+    )
+    bench.add_argument("--gpus", type=int, metavar="N", help="GPUs to use (default: all; 0: CPU)")
+    bench.add_argument(
+        "--batch-size", type=int, metavar="N", help="per GPU (default: the largest that fits)"
+    )
+    bench.add_argument("--compile", action="store_true", help="torch.compile the model")
+    bench.add_argument(
+        "--dataload",
+        metavar="DIR",
+        help="where the data-loading check writes scratch files (default: /var/tmp)",
+    )
+    bench.add_argument("--no-dataload", action="store_true", help="skip the data-loading check")
+    bench.add_argument(
+        "--no-ddp", action="store_true", help="one GPU only: no DDP and all-reduce run"
+    )
+    bench.add_argument(
+        "--json", action="store_true", help="print results.json at the end, nothing else on stdout"
+    )
+    bench.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)  # fmt: skip
+
     sub.add_parser("profiles", help="list the built-in simulated hosts")
 
     capture = sub.add_parser("capture-host", help="record what detection reads, as a test fixture")
@@ -136,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def host_for(args: argparse.Namespace) -> Host:
     """The simulated profile when one is named, else the real machine."""
+    from gpuwizard.detect import local_host
+
     if args.simulate:
         from gpuwizard.sim.profiles import UnknownProfile, profile_host
 
@@ -147,10 +177,17 @@ def host_for(args: argparse.Namespace) -> Host:
 
 
 def detect_facts(args: argparse.Namespace) -> HostFacts:
+    from gpuwizard.detect import detect_host
+
     return detect_host(host_for(args))
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
+    from gpuwizard.codec import to_jsonable
+    from gpuwizard.recommend.sizing import assess
+    from gpuwizard.recommend.table import load_table
+    from gpuwizard.report import host_lines
+
     facts = detect_facts(args)
     findings = assess(facts, load_table())
     if args.json:
@@ -169,6 +206,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     # The solver is loaded only here: `detect --json` stays fast without it.
     from gpuwizard.recommend.engine import recommend
     from gpuwizard.recommend.result import Choices, Refusal, to_json_contract
+    from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
     from gpuwizard.report import recommendation_lines
 
@@ -225,6 +263,9 @@ def recommend_target(args: argparse.Namespace, table: CompatTable) -> Target:
 
 
 def read_facts(path: Path) -> HostFacts:
+    from gpuwizard.codec import CodecError
+    from gpuwizard.facts import HostFacts
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -288,6 +329,7 @@ def reboot_this_machine() -> None:
 def real_backend() -> Backend:
     import os
 
+    from gpuwizard.detect import local_host
     from gpuwizard.paths import STATE_DIR
 
     if os.geteuid() != 0:
@@ -339,6 +381,27 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return error.code
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gpuwizard.benchcmd import BenchUsageError, Machine, run_bench
+
+    if args.simulate:
+        backend = backend_for(args)
+        machine = Machine(
+            backend.host, backend.state_dir, backend.python_in, dict(backend.env), True
+        )
+    else:
+        from gpuwizard.detect import local_host
+        from gpuwizard.paths import STATE_DIR
+
+        machine = Machine(
+            local_host, Path(STATE_DIR), lambda env: (f"{env}/bin/python",), {}, False
+        )
+    try:
+        return run_bench(args, machine)
+    except BenchUsageError as error:
+        raise UsageError(str(error)) from None
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
     del args
     from gpuwizard.sim.profiles import list_profiles
@@ -364,7 +427,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 def cmd_default(args: argparse.Namespace) -> int:
     """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
-    if not args.simulate and not detect_host(local_host()).hardware.gpus:
+    if not args.simulate and not has_nvidia_gpu():
         from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
         print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
@@ -372,10 +435,16 @@ def cmd_default(args: argparse.Namespace) -> int:
     backend = backend_for(args) if args.simulate else real_tui_backend()
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
-    message = run_tui(backend)
+    message, failed = run_tui(backend)
     if message:
-        print(message)
-    return EXIT_OK
+        print(message, file=sys.stderr if failed else sys.stdout)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def has_nvidia_gpu() -> bool:
+    from gpuwizard.detect import detect_host, local_host
+
+    return bool(detect_host(local_host()).hardware.gpus)
 
 
 def real_tui_backend() -> Backend:
@@ -391,6 +460,7 @@ COMMANDS = {
     "detect": cmd_detect,
     "recommend": cmd_recommend,
     "apply": cmd_apply,
+    "bench": cmd_bench,
     "profiles": cmd_profiles,
     "capture-host": cmd_capture,
     None: cmd_default,

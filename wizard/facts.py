@@ -85,6 +85,13 @@ class NvmlGpu:
     pcie_width_current: int | None = None
     pcie_width_max: int | None = None
     persistence_mode: bool | None = None
+    clock_limits: tuple[str, ...] = ()
+    """Why the clocks are held down right now ("power cap", "thermal"...); idle is not listed."""
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    temperature_c: int | None = None
+    sm_clock_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ class NvmlOk:
     cuda_driver_version: str
     """The newest CUDA the driver supports, e.g. "12.8"."""
     gpus: tuple[NvmlGpu, ...] = ()
+    p2p_unavailable: tuple[str, ...] = ()
+    """GPU pairs without peer-to-peer reads, as "0-1": their traffic goes through host memory."""
 
 
 @dataclass(frozen=True)

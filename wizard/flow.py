@@ -1,6 +1,7 @@
 """The wizard's stages and where each leads. Pure: the App maps stages to screens, nothing more.
 
-DETECT -> RECOMMEND -> REVIEW -> INSTALL -> (REBOOT -> RESUME -> INSTALL)* -> VERIFY -> DONE.
+DETECT -> RECOMMEND -> REVIEW -> INSTALL -> (REBOOT -> RESUME -> INSTALL)* -> VERIFY -> BENCHMARK
+-> DONE.
 Starting up, the stage comes from the state on disk, so launching after a reboot, after an SSH
 drop or while a runner works lands on the right screen (ARCHITECTURE U1, B2).
 """
@@ -21,6 +22,7 @@ class Stage(Enum):
     REBOOT = "reboot"
     RESUME = "resume"
     VERIFY = "verify"
+    BENCHMARK = "benchmark"
     DONE = "done"
 
 
@@ -62,5 +64,7 @@ NEXT: dict[Stage, Stage] = {
     Stage.REVIEW: Stage.INSTALL,
     Stage.REBOOT: Stage.RESUME,
     Stage.RESUME: Stage.INSTALL,
-    Stage.VERIFY: Stage.DONE,
+    Stage.VERIFY: Stage.BENCHMARK,
+    Stage.BENCHMARK: Stage.DONE,
 }
+"""Where a stage leads when its screen is simply confirmed."""

@@ -1,8 +1,11 @@
-"""StepList: every step of the plan with its state, the current one marked."""
+"""StepList: every step of the plan with its state; the current one is kept in view."""
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 MARKS = {
@@ -14,9 +17,21 @@ MARKS = {
     "awaiting_reboot": ("↻", "cyan"),
     "next": ("?", "bold"),
 }
+CURRENT = frozenset({"running", "next", "failed"})
+"""States that mean "this is where we are": the list scrolls to show them."""
 
 
-class StepList(Static):
+def row_text(title: str, state: str) -> Table:
+    """Mark, then the title; a long title wraps under itself, never cut off."""
+    mark, style = MARKS.get(state, ("·", "dim"))
+    row = Table.grid(padding=(0, 1, 0, 0))
+    row.add_column(width=1, no_wrap=True)
+    row.add_column()
+    row.add_row(Text(mark, style=style), Text(title, style="" if state == "pending" else style))
+    return row
+
+
+class StepList(VerticalScroll, can_focus=False):
     DEFAULT_CSS = """
     StepList {
         width: 34;
@@ -24,6 +39,7 @@ class StepList(Static):
         border: round $primary-darken-2;
         padding: 0 1;
     }
+    StepList > Static { height: auto; }
     """
 
     def __init__(self, steps: list[tuple[str, str]], **kwargs: object) -> None:
@@ -31,21 +47,17 @@ class StepList(Static):
         self.steps = steps
         """(id, title) in order."""
         self.states: dict[str, str] = {step_id: "pending" for step_id, _ in steps}
+        self.rows = {step_id: Static(row_text(title, "pending")) for step_id, title in steps}
+
+    def compose(self) -> ComposeResult:
+        yield from self.rows.values()
 
     def set_state(self, step_id: str, state: str) -> None:
-        if step_id in self.states:
-            self.states[step_id] = state
-            self.refresh_list()
-
-    def on_mount(self) -> None:
-        self.refresh_list()
-
-    def refresh_list(self) -> None:
-        text = Text()
-        width = 28
-        for step_id, title in self.steps:
-            mark, style = MARKS.get(self.states[step_id], ("·", "dim"))
-            label = title if len(title) <= width else title[: width - 1] + "…"
-            text.append(f"{mark} ", style=style)
-            text.append(label + "\n", style=style if self.states[step_id] != "pending" else "")
-        self.update(text)
+        if step_id not in self.states:
+            return
+        self.states[step_id] = state
+        title = dict(self.steps)[step_id]
+        row = self.rows[step_id]
+        row.update(row_text(title, state))
+        if state in CURRENT:
+            self.call_after_refresh(self.scroll_to_widget, row, animate=False)

@@ -32,11 +32,50 @@ def cuda_version_text(value: int) -> str:
     return f"{value // 1000}.{value % 1000 // 10}"
 
 
-def _optional(call: Callable[[], Any], nvml: Any) -> Any:
+def _optional(nvml: Any, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``, or None where this GPU or driver does not support it."""
     try:
-        return call()
+        return call(*args)
     except nvml.NVMLError:
         return None
+
+
+CLOCK_LIMITS = (  # NVML's clocks event reasons that cost speed, as a person would say them
+    (0x4, "power cap"),
+    (0x8, "hardware slowdown"),
+    (0x20, "thermal (software)"),
+    (0x40, "thermal (hardware)"),
+    (0x80, "power brake"),
+)
+
+
+def clock_limits(mask: int | None) -> tuple[str, ...]:
+    return tuple(name for bit, name in CLOCK_LIMITS if mask is not None and mask & bit)
+
+
+def _clock_mask(nvml: Any, handle: Any) -> int | None:
+    for name in (
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons",
+    ):
+        if hasattr(nvml, name):  # renamed in newer drivers; the bits are the same
+            return _optional(nvml, getattr(nvml, name), handle)  # type: ignore[no-any-return]
+    return None
+
+
+def _milliwatts(value: int | None) -> float | None:
+    return None if value is None else round(value / 1000, 1)
+
+
+def _p2p_unavailable(nvml: Any, handles: list[Any]) -> tuple[str, ...]:
+    """Pairs without peer-to-peer reads (index 0 is NVML_P2P_CAPS_INDEX_READ; status 0 is OK)."""
+    missing = []
+    for a in range(len(handles)):
+        for b in range(a + 1, len(handles)):
+            status = _optional(nvml, nvml.nvmlDeviceGetP2PStatus, handles[a], handles[b], 0)
+            if status is not None and status != 0:
+                missing.append(f"{a}-{b}")
+    return tuple(missing)
 
 
 def _gpu(nvml: Any, index: int) -> NvmlGpu:
@@ -44,17 +83,23 @@ def _gpu(nvml: Any, index: int) -> NvmlGpu:
     pci = nvml.nvmlDeviceGetPciInfo(handle)
     bus_id = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
     name = nvml.nvmlDeviceGetName(handle)
-    persistence = _optional(lambda: nvml.nvmlDeviceGetPersistenceMode(handle), nvml)
+    persistence = _optional(nvml, nvml.nvmlDeviceGetPersistenceMode, handle)
     return NvmlGpu(
         index=index,
         pci_bus_id=normalise_bus_id(bus_id),
         name=name.decode() if isinstance(name, bytes) else name,
         memory_total_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // (1024 * 1024),
-        pcie_gen_current=_optional(lambda: nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle), nvml),
-        pcie_gen_max=_optional(lambda: nvml.nvmlDeviceGetMaxPcieLinkGeneration(handle), nvml),
-        pcie_width_current=_optional(lambda: nvml.nvmlDeviceGetCurrPcieLinkWidth(handle), nvml),
-        pcie_width_max=_optional(lambda: nvml.nvmlDeviceGetMaxPcieLinkWidth(handle), nvml),
+        pcie_gen_current=_optional(nvml, nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+        pcie_gen_max=_optional(nvml, nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+        pcie_width_current=_optional(nvml, nvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+        pcie_width_max=_optional(nvml, nvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
         persistence_mode=None if persistence is None else persistence == nvml.NVML_FEATURE_ENABLED,
+        clock_limits=clock_limits(_clock_mask(nvml, handle)),
+        power_w=_milliwatts(_optional(nvml, nvml.nvmlDeviceGetPowerUsage, handle)),
+        power_limit_w=_milliwatts(_optional(nvml, nvml.nvmlDeviceGetEnforcedPowerLimit, handle)),
+        temperature_c=_optional(nvml, nvml.nvmlDeviceGetTemperature, handle, 0),
+        sm_clock_mhz=_optional(nvml, nvml.nvmlDeviceGetClockInfo, handle, 1),
+        sm_clock_max_mhz=_optional(nvml, nvml.nvmlDeviceGetMaxClockInfo, handle, 1),
     )
 
 
@@ -70,10 +115,13 @@ def probe_nvml() -> Nvml:
         return NvmlUnavailable(_INIT_FAILURES.get(type(error).__name__, f"NVML failed: {error}"))
     try:
         driver = nvml.nvmlSystemGetDriverVersion()
+        count = nvml.nvmlDeviceGetCount()
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
         return NvmlOk(
             driver_version=driver.decode() if isinstance(driver, bytes) else driver,
             cuda_driver_version=cuda_version_text(nvml.nvmlSystemGetCudaDriverVersion_v2()),
-            gpus=tuple(_gpu(nvml, i) for i in range(nvml.nvmlDeviceGetCount())),
+            gpus=tuple(_gpu(nvml, i) for i in range(count)),
+            p2p_unavailable=_p2p_unavailable(nvml, handles),
         )
     except nvml.NVMLError as error:
         return NvmlUnavailable(f"NVML failed while reading the GPUs: {error}")

@@ -1,0 +1,319 @@
+"""BenchmarkScreen: a live images/s chart per mode, the results table, and the verdict against
+published numbers with the likely causes when a result is low.
+
+It drives a ``BenchSource`` (start, poll, stop, finish); the benchmark itself runs in the
+target environment's Python, in its own process. Dismisses with "done" or "skipped".
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Static
+
+from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.results import BenchSummary
+from gpuwizard.screens.capabilities import BenchSource
+
+POLL_S = 0.1
+HISTORY = 120
+"""Samples kept per chart line; the sparkline squeezes them into its width."""
+LEVEL_STYLE = {"good": "bold green", "fair": "bold yellow", "low": "bold red", "poor": "bold red"}
+
+
+def line_key(mode: str, world_size: int) -> str:
+    return mode if world_size == 1 else f"{mode} x{world_size}"
+
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def bars(samples: Sequence[float], width: int, top: float) -> str:
+    """The last samples as one line of bars from zero to ``top``, newest on the right.
+
+    Every line of the chart shares ``top``, so AMP's bars stand taller than FP32's; more
+    samples than columns are squeezed, each column the highest of its share.
+    """
+    if width <= 0 or not samples or top <= 0:
+        return ""
+    if len(samples) > width:
+        step = len(samples) / width
+        samples = [max(samples[int(i * step) : int((i + 1) * step) or 1]) for i in range(width)]
+    top_index = len(BLOCKS) - 1
+    return "".join(BLOCKS[max(1, min(top_index, round(v / top * top_index)))] for v in samples)
+
+
+class ChartLine(Widget):
+    """One mode: its name, its images/s per GPU as bars on the chart's shared scale (DDP lines
+    compare with one GPU that way), and the latest images/s of all its GPUs together."""
+
+    DEFAULT_CSS = "ChartLine { height: 1; }"
+    NAME_WIDTH = 12
+    VALUE_WIDTH = 14
+
+    def __init__(self, key: str, top: Callable[[], float]) -> None:
+        super().__init__()
+        self.key = key
+        self.top = top
+        self.samples: deque[float] = deque(maxlen=HISTORY)
+        self.latest = 0.0
+
+    def add(self, per_gpu: float, total: float) -> None:
+        self.samples.append(per_gpu)
+        self.latest = total
+        self.refresh()
+
+    def render(self) -> Text:
+        width = self.size.width - self.NAME_WIDTH - self.VALUE_WIDTH
+        latest = f"{self.latest:,.0f} img/s" if self.samples else ""
+        return Text.assemble(
+            (f"{self.key:<{self.NAME_WIDTH}}", "bold"),
+            (f"{bars(list(self.samples), width, self.top()):<{max(width, 0)}}", "green"),
+            f"{latest:>{self.VALUE_WIDTH}}",
+        )
+
+
+def results_table(
+    results: list[bp.Result], ratios: Mapping[tuple[str, int], float | None]
+) -> Table:
+    table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
+    for title, justify in (("mode", "left"), ("GPUs", "right"), ("batch", "right"),
+                           ("img/s", "right"), ("per GPU", "right"), ("vs best", "right")):  # fmt: skip
+        table.add_column(title, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for r in results:
+        ratio = ratios.get((r.mode, r.world_size))
+        table.add_row(
+            r.mode, str(r.world_size), str(r.batch_size), f"{r.images_per_s:,.0f}",
+            f"{r.per_gpu:,.0f}", "" if ratio is None else f"{ratio:.2f}x",
+        )  # fmt: skip
+    return table
+
+
+def bullets(
+    title: str, items: tuple[str, ...] | list[str], style: str = ""
+) -> list[RenderableType]:
+    if not items:
+        return []
+    grid = Table.grid()
+    grid.add_column(width=4, no_wrap=True)
+    grid.add_column()
+    for item in items:
+        grid.add_row("  ·", Text(item, style=style))
+    return [Text(title, style="bold"), grid]
+
+
+def summary_text(summary: BenchSummary) -> Group:
+    verdict = summary.verdict
+    parts: list[RenderableType] = [
+        Text(verdict.headline, style=LEVEL_STYLE.get(verdict.level, "bold"))
+    ]
+    parts += bullets("Notes", verdict.notes)
+    parts += bullets("Likely causes", verdict.causes, "yellow")
+    parts += bullets("Problems", summary.problems, "red")
+    parts.append(Text(f"Saved: {summary.results_md} (and results.json)", style="dim"))
+    return Group(*parts)
+
+
+def note_for(item: bp.BenchEvent | str) -> str | None:
+    """The line an event adds to the running notes, if any."""
+    match item:
+        case str():
+            return item
+        case bp.OutOfMemory():
+            then = f"trying {item.next}" if item.next else "nothing smaller fits"
+            return f"{item.mode}: batch {item.batch_size} ran out of GPU memory; {then}"
+        case bp.Skipped():
+            return f"{item.mode} skipped: {item.reason}"
+        case bp.Error():
+            return f"{item.mode or 'benchmark'} failed: {item.message}"
+        case bp.AllReduce():
+            peak = max((s.busbw_gbs for s in item.sizes), default=0.0)
+            return f"all-reduce over {item.world_size}: peak {peak:,.1f} GB/s bus bandwidth"
+        case bp.DataLoad():
+            return (
+                f"data loading: disk {item.disk_read_mb_s:,.0f} MB/s, "
+                f"DataLoader {item.loader_images_per_s:,.0f} img/s"
+            )
+    return None
+
+
+def status_for(item: bp.BenchEvent | str) -> str | None:
+    """The status line an event sets, if any."""
+    match item:
+        case bp.Started():
+            where = (
+                "the CPU (no GPU: the numbers test the benchmark, not a server)"
+                if item.device == "cpu"
+                else f"{item.world_size} GPU{'s' if item.world_size > 1 else ''}"
+            )
+            return f"Started on {where}: torch {item.torch}, {item.model} {item.image_size}px"
+        case bp.Warmup():
+            return f"{item.mode}: warming up {item.step}/{item.steps} (batch {item.batch_size} per GPU)"
+        case bp.Sample():
+            return (
+                f"{line_key(item.mode, item.world_size)}: {item.images_per_s:,.0f} img/s "
+                f"({item.step_ms:,.1f} ms per step, batch {item.batch_size} per GPU)"
+            )
+    return None
+
+
+class BenchmarkScreen(Screen[str]):
+    BINDINGS = [
+        Binding("b", "begin", "Begin"),
+        Binding("x", "stop", "Stop"),
+        Binding("r", "again", "Run again"),
+        Binding("s", "skip", "Skip"),
+        Binding("enter", "proceed", "Continue", priority=True),
+        Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
+    ]
+    DEFAULT_CSS = """
+    BenchmarkScreen #status { height: 1; padding: 0 1; }
+    BenchmarkScreen #chart { height: auto; max-height: 7; border: round $primary-darken-2; padding: 0 1; }
+    BenchmarkScreen #table { height: auto; padding: 0 1; }
+    BenchmarkScreen #verdict-box { height: 1fr; padding: 0 1; }
+    """
+
+    def __init__(self, source: BenchSource, about: str) -> None:
+        """``about``: what will run and roughly how long, for the screen before it starts."""
+        super().__init__()
+        self.source = source
+        self.about = about
+        self.state = "ready"
+        """ready | running | done."""
+        self.results: list[bp.Result] = []
+        self.summary: BenchSummary | None = None
+        self.notes: list[str] = []
+        self.top = 0.0
+        """The highest images/s so far: the chart's shared scale."""
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="status")
+        yield Vertical(id="chart")
+        yield Static("", id="table")
+        with VerticalScroll(id="verdict-box"):
+            yield Static("", id="verdict")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(POLL_S, self.follow)
+        self.show_ready()
+
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        """Show only the keys that do something now."""
+        allowed = {
+            "ready": {"begin", "skip"},
+            "running": {"stop"},
+            "done": {"again", "proceed"},
+        }[self.state]
+        return (
+            action in allowed if action in {"begin", "stop", "again", "skip", "proceed"} else True
+        )
+
+    # ---------------------------------------------------------------------------- display
+    def status(self, text: str) -> None:
+        self.query_one("#status", Static).update(Text(text))
+
+    def show_ready(self) -> None:
+        self.status(f"Benchmark: {self.source.title}")
+        self.query_one("#verdict", Static).update(
+            Text.assemble(
+                (self.about, ""),
+                "\n\nNothing on the machine changes. ",
+                ("b", "bold"),
+                " begins, ",
+                ("s", "bold"),
+                " skips it.",
+            )
+        )
+
+    def line(self, key: str) -> ChartLine:
+        chart = self.query_one("#chart", Vertical)
+        for existing in chart.query(ChartLine):
+            if existing.key == key:
+                return existing
+        line = ChartLine(key, lambda: self.top)
+        chart.mount(line)
+        return line
+
+    def show_results(self) -> None:
+        ratios: dict[tuple[str, int], float | None] = {}
+        if self.summary is not None:
+            ratios = {
+                (c.result.mode, c.result.world_size): c.ratio
+                for c in self.summary.verdict.comparisons
+            }
+        self.query_one("#table", Static).update(
+            results_table(self.results, ratios) if self.results else ""
+        )
+
+    def show_notes(self) -> None:
+        self.query_one("#verdict", Static).update(Group(*bullets("While it runs", self.notes[-8:])))
+
+    # ---------------------------------------------------------------------------- events
+    def follow(self) -> None:
+        if self.state != "running":
+            return
+        for item in self.source.poll():
+            self.take(item)
+        if not self.source.running():
+            for item in self.source.poll():  # whatever arrived as it ended
+                self.take(item)
+            self.finished()
+
+    def take(self, item: bp.BenchEvent | str) -> None:
+        if (note := note_for(item)) is not None:
+            self.notes.append(note)
+            self.show_notes()
+        if (status := status_for(item)) is not None:
+            self.status(status)
+        if isinstance(item, bp.Sample):
+            per_gpu = item.images_per_s / item.world_size
+            if per_gpu > self.top:
+                self.top = per_gpu
+                for line in self.query(ChartLine):
+                    line.refresh()
+            self.line(line_key(item.mode, item.world_size)).add(per_gpu, item.images_per_s)
+        elif isinstance(item, bp.Result):
+            self.results.append(item)
+            self.show_results()
+
+    def finished(self) -> None:
+        self.summary = self.source.finish()
+        self.state = "done"
+        self.status("Stopped." if self.summary.cancelled else "Finished.")
+        self.show_results()
+        self.query_one("#verdict", Static).update(summary_text(self.summary))
+        self.refresh_bindings()
+
+    # ---------------------------------------------------------------------------- actions
+    def action_begin(self) -> None:
+        self.state = "running"
+        self.status("Starting the benchmark in the target environment…")
+        self.query_one("#verdict", Static).update("")
+        self.source.start()
+        self.refresh_bindings()
+
+    def action_stop(self) -> None:
+        self.status("Stopping…")
+        self.source.cancel()
+
+    def action_again(self) -> None:
+        self.dismiss("again")
+
+    def action_skip(self) -> None:
+        self.dismiss("skipped")
+
+    def action_proceed(self) -> None:
+        if self.state == "done":
+            self.dismiss("done")

@@ -1,0 +1,137 @@
+"""Running the worker: the commands for each phase, following the stream, a worker that dies or
+speaks nonsense, stopping, and the files a run leaves."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.launch import WORKER, BenchJob, BenchSpec, phases
+
+STREAMS = Path(__file__).with_name("streams")
+
+FAKE_PYTHON = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    lines = open(os.environ["FAKE_STREAM"]).read().splitlines()
+    die_after = int(os.environ.get("FAKE_DIE_AFTER", "-1"))
+    for number, line in enumerate(lines):
+        if number == die_after:
+            sys.stderr.write("RuntimeError: CUDA error: an illegal memory access was encountered\\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        print(line, flush=True)
+        time.sleep(float(os.environ.get("FAKE_PACE", "0")))
+    sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+    """
+)
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> tuple[str, ...]:
+    script = tmp_path / "fake_python.py"
+    script.write_text(FAKE_PYTHON)
+    return (sys.executable, str(script))
+
+
+def test_one_gpu_runs_every_mode_and_ddp_runs_the_best_amp_mode_with_all_reduce() -> None:
+    spec = BenchSpec(
+        python=("/env/bin/python",), gpus=8, dataload_dir="/data", allreduce_max_mib=4096
+    )
+    single, ddp = phases(spec)
+    assert single.argv == (
+        "/env/bin/python", str(WORKER), "--modes", "fp32,tf32,amp-fp16,amp-bf16",
+        "--device", "cuda", "--dataload", "/data",
+    )  # fmt: skip
+    assert ddp.argv == (
+        "/env/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=8",
+        str(WORKER), "--modes", "amp-bf16", "--allreduce", "--allreduce-max-mib", "4096",
+        "--device", "cuda",
+    )  # fmt: skip
+
+
+def test_one_gpu_or_the_cpu_has_no_ddp_phase() -> None:
+    assert [p.name for p in phases(BenchSpec(python=("py",), gpus=1))] == ["one GPU"]
+    (cpu,) = phases(BenchSpec(python=("py",), gpus=0, modes=("fp32",), batch_size=8))
+    assert cpu.name == "CPU"
+    assert cpu.argv[-4:] == ("--batch-size", "8", "--device", "cpu")
+
+
+def test_the_stream_is_followed_kept_and_parsed(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("FAKE_STREAM", str(STREAMS / "h100x8-sim.jsonl"))
+    job = BenchJob(BenchSpec(python=fake_python, gpus=1), tmp_path / "run")
+    job.start()
+    outcome = job.wait(30)
+    assert outcome.ok, outcome.problems
+    kinds = [type(e).__name__ for e in outcome.events]
+    assert kinds[0] == "Started" and kinds.count("Result") == 5
+    kept = (tmp_path / "run" / "stream.jsonl").read_text().splitlines()
+    assert kept == (STREAMS / "h100x8-sim.jsonl").read_text().splitlines()
+    polled = job.poll()
+    assert polled[0] == "── one GPU"
+    assert sum(isinstance(item, bp.Sample) for item in polled) == kinds.count("Sample")
+
+
+def test_a_worker_that_dies_mid_run_is_one_clear_problem_and_what_it_said_stays(
+    tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_STREAM", str(STREAMS / "h100x8-sim.jsonl"))
+    monkeypatch.setenv("FAKE_DIE_AFTER", "30")
+    job = BenchJob(BenchSpec(python=fake_python, gpus=1), tmp_path / "run")
+    job.start()
+    outcome = job.wait(30)
+    assert not outcome.ok
+    assert len(outcome.events) == 30
+    (problem,) = outcome.problems
+    assert problem.startswith("one GPU: the worker was killed by signal 9 before finishing: ")
+    assert "an illegal memory access" in problem
+
+
+def test_an_unusable_environment_skips_the_ddp_phase(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    monkeypatch.setenv("FAKE_STREAM", str(empty))
+    monkeypatch.setenv("FAKE_EXIT", "2")
+    job = BenchJob(BenchSpec(python=fake_python, gpus=4), tmp_path / "run")
+    job.start()
+    outcome = job.wait(30)
+    assert len(outcome.problems) == 1 and outcome.problems[0].startswith(
+        "one GPU: the worker exited 2"
+    )
+
+
+def test_lines_of_another_schema_are_reported_not_trusted(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    stream = tmp_path / "odd.jsonl"
+    stream.write_text(
+        "\n".join([json.dumps({"v": 99, "kind": "finished", "ok": True, "seconds": 1.0}), "Traceback (most recent call last):"])
+    )  # fmt: skip
+    monkeypatch.setenv("FAKE_STREAM", str(stream))
+    job = BenchJob(BenchSpec(python=fake_python, gpus=1), tmp_path / "run")
+    job.start()
+    outcome = job.wait(30)
+    assert outcome.events == []
+    assert "schema 99 is not 1" in outcome.problems[0]
+    assert "not JSON: 'Traceback" in outcome.problems[1]
+
+
+def test_stopping_ends_the_worker_at_once_and_keeps_what_arrived(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("FAKE_STREAM", str(STREAMS / "h100x8-sim.jsonl"))
+    monkeypatch.setenv("FAKE_PACE", "0.05")
+    job = BenchJob(BenchSpec(python=fake_python, gpus=8), tmp_path / "run")
+    job.start()
+    deadline = time.monotonic() + 10
+    while len(job.outcome.events) < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
+    job.cancel()
+    outcome = job.wait(10)
+    assert not job.running() and time.monotonic() - started < 5
+    assert outcome.cancelled and not outcome.ok
+    assert 5 <= len(outcome.events) < 86
+    assert outcome.problems == []  # a stop is not a failure to explain

@@ -1,0 +1,96 @@
+"""`gpuwizard bench` on simulated machines: after the wizard installed PyTorch, before it did,
+and every bad input as one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def gpuwizard(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home), "GPUWIZARD_SIM_BENCH_PACE": "0"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuwizard", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A simulated 8x H100 server the wizard has set up (install, reboot, install)."""
+    home = tmp_path_factory.mktemp("home")
+    profile = ("--simulate", "h100x8-ubuntu2204-fresh")
+    assert gpuwizard(home, *profile, "apply", "--yes").returncode == 10  # reboot, then again
+    assert gpuwizard(home, *profile, "apply", "--yes").returncode == 0
+    return home
+
+
+def test_bench_runs_in_the_environment_the_wizard_built(installed: Path) -> None:
+    done = gpuwizard(installed, "--simulate", "h100x8-ubuntu2204-fresh", "bench", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert results["gpu"] == "8x H100 SXM5 80GB"
+    assert [(r["mode"], r["world_size"]) for r in results["results"]] == [
+        ("fp32", 1), ("tf32", 1), ("amp-fp16", 1), ("amp-bf16", 1), ("amp-bf16", 8),
+    ]  # fmt: skip
+    assert results["verdict"]["level"] == "good"
+    assert "with /opt/gpuwizard/envs/pytorch/bin/python;" in done.stderr  # the wizard's environment
+    saved = Path(done.stderr.split("results in ", 1)[1].split()[0])
+    assert {p.name for p in saved.iterdir()} == {
+        "stream.jsonl",
+        "worker.log",
+        "results.json",
+        "results.md",
+    }
+
+
+def test_bench_on_one_gpu_with_chosen_modes(installed: Path) -> None:
+    done = gpuwizard(
+        installed, "--simulate", "h100x8-ubuntu2204-fresh", "bench", "--gpus", "1", "--modes", "amp-bf16", "--no-dataload"
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "amp-bf16 on 1 GPU: " in done.stdout
+    assert "DDP" not in done.stdout and "dataset disk" not in done.stdout
+
+
+def test_bench_before_pytorch_is_installed_says_why(tmp_path: Path) -> None:
+    done = gpuwizard(tmp_path, "--simulate", "h100x8-ubuntu2204-fresh", "bench")
+    assert done.returncode == 1
+    assert (
+        "the worker exited 2 before finishing: ModuleNotFoundError: No module named 'torch'"
+        in done.stdout
+    )
+    assert done.stdout.count("── ") == 1  # no DDP attempt after an unusable environment
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--modes", "fp64"), "--modes 'fp64': unknown mode 'fp64' (choose from fp32, tf32, amp-fp16, amp-bf16)"),
+        (("--gpus", "9"), "--gpus 9: this machine has 8 GPU(s)"),
+        (("--batch-size", "0"), "--batch-size 0: must be 1 or more"),
+        (("--gpus", "two"), "argument --gpus: invalid int value: 'two'"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    done = gpuwizard(tmp_path, "--simulate", "h100x8-ubuntu2204-fresh", "bench", *args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"gpuwizard: {message}")
+    assert done.stderr.count("\n") == 1
+
+
+def test_a_python_that_is_not_there_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    done = gpuwizard(tmp_path, "bench", "--python", str(tmp_path / "nope"))
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"gpuwizard: --python {tmp_path / 'nope'}: not an executable file\n",
+    )

@@ -1,0 +1,203 @@
+"""The Benchmark screen fed by recorded event streams: a whole 8-GPU run, a worker that backs off
+out of memory and then dies, and stopping a run. Pilot for behaviour, SVG snapshots for looks."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.app import App
+from textual.widgets import Static
+
+from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.references import load_references
+from gpuwizard.bench.results import BenchSummary, collect, save
+from gpuwizard.bench.verdict import judge
+from gpuwizard.screens.benchmark import BenchmarkScreen, ChartLine, bars
+
+STREAMS = Path(__file__).parents[1] / "bench" / "streams"
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+ABOUT = (
+    "ResNet-50 training on synthetic data: four modes on one GPU, then AMP with DDP on all 8 GPUs."
+)
+
+
+def text_of(app: App[str], selector: str) -> str:
+    """What a Static shows, as plain text (its content may be a Rich renderable)."""
+    console = Console(width=100, file=io.StringIO(), record=True)
+    console.print(app.screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+def events_of(name: str) -> list[bp.BenchEvent]:
+    return [bp.parse_line(line) for line in (STREAMS / name).read_text().splitlines()]
+
+
+class RecordedBench:
+    """A BenchSource that replays a recorded stream, a few events per poll."""
+
+    def __init__(
+        self, stream: list[bp.BenchEvent | str], gpu: str, directory: Path, per_poll: int = 1000,
+        problems: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        self.stream = stream
+        self.gpu = gpu
+        self.directory = directory
+        self.per_poll = per_poll
+        self.problems = problems
+        self.started = self.cancelled = False
+        self.given = 0
+
+    @property
+    def title(self) -> str:
+        return self.gpu
+
+    def start(self) -> None:
+        self.started = True
+
+    def poll(self) -> list[bp.BenchEvent | str]:
+        batch = self.stream[self.given : self.given + self.per_poll]
+        self.given += len(batch)
+        return batch
+
+    def running(self) -> bool:
+        return self.started and not self.cancelled and self.given < len(self.stream)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def finish(self) -> BenchSummary:
+        events = [e for e in self.stream[: self.given] if not isinstance(e, str)]
+        collected = collect(events)
+        verdict = judge(
+            device="cuda", gpu_name=self.gpu.split("x ", 1)[-1], results=collected.results,
+            references=load_references(), allreduce=collected.allreduce,
+            dataload=collected.dataload, ooms=collected.ooms, nvswitch=True,
+        )  # fmt: skip
+        problems = (*self.problems, *(("stopped before the end",) if self.cancelled else ()))
+        json_path, _ = save(self.directory, events, verdict, self.gpu, problems, when=0.0)
+        shown = Path(
+            "/var/lib/gpuwizard/bench/20261202-153012/results.md"
+        )  # the same in every picture
+        return BenchSummary(verdict, json_path, shown, problems, self.cancelled)
+
+
+def whole_run(directory: Path, per_poll: int = 1000) -> RecordedBench:
+    stream: list[bp.BenchEvent | str] = ["── one GPU", *events_of("h100x8-sim.jsonl")]
+    return RecordedBench(stream, "8x H100 SXM5 80GB", directory, per_poll)
+
+
+def died_run(directory: Path) -> RecordedBench:
+    died = "one GPU: the worker was killed by signal 9 before finishing: RuntimeError: CUDA error: an illegal memory access was encountered"
+    stream: list[bp.BenchEvent | str] = ["── one GPU", *events_of("a100-oom-then-died.jsonl"), died]
+    return RecordedBench(stream, "1x A100 SXM4 40GB", directory, problems=(died,))
+
+
+class Harness(App[str]):
+    TITLE = "gpuwizard"
+    SUB_TITLE = "SIMULATION: h100x8-ubuntu2204-fresh"
+
+    def __init__(self, source: RecordedBench) -> None:
+        super().__init__()
+        self.source = source
+
+    def on_mount(self) -> None:
+        self.push_screen(BenchmarkScreen(self.source, ABOUT), self.exit)
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    return tmp_path / "bench"
+
+
+async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
+    source = whole_run(out, per_poll=7)
+    app = Harness(source)
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BenchmarkScreen)
+        await pilot.press("enter")  # nothing to continue to before a run: ignored
+        assert screen.state == "ready" and not source.started
+        await pilot.press("b")
+        while screen.state != "done":
+            await pilot.pause(0.05)
+        keys = [line.key for line in screen.query(ChartLine)]
+        assert keys == ["fp32", "tf32", "amp-fp16", "amp-bf16", "amp-bf16 x8"]
+        assert len(screen.results) == 5
+        verdict = text_of(app, "#verdict")
+        assert "At or above the best published PyTorch numbers" in verdict
+        assert "DDP over 8 GPUs (amp-bf16): 7.86x one GPU" in verdict
+        await pilot.press("enter")
+    assert app.return_value == "done"
+    assert (out / "results.json").exists() and (out / "results.md").exists()
+
+
+async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
+    app = Harness(died_run(out))
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = app.screen
+        await pilot.press("b")
+        while screen.state != "done":  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        verdict = text_of(app, "#verdict")
+        assert "killed by signal 9" in verdict
+        assert "amp-fp16: batch 512 did not fit; the largest that did was used" in verdict
+        assert screen.results == []  # type: ignore[attr-defined]
+        await pilot.press("r")
+    assert app.return_value == "again"
+
+
+async def test_stop_keeps_what_ran(out: Path) -> None:
+    source = whole_run(out, per_poll=3)
+    app = Harness(source)
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = app.screen
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        await pilot.press("x")
+        while screen.state != "done":  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        assert source.cancelled
+        assert "Stopped." in text_of(app, "#status")
+        assert "stopped before the end" in text_of(app, "#verdict")
+
+
+async def test_skip_leaves_without_running(out: Path) -> None:
+    source = whole_run(out)
+    app = Harness(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+    assert app.return_value == "skipped" and not source.started
+
+
+def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
+    assert bars([50.0, 100.0], 10, 100.0) == "▄█"
+    assert bars([1.0], 10, 100.0) == "▁"  # never blank: a sample is always visible
+    assert bars([float(v) for v in range(100)], 5, 100.0) == "▂▃▅▆█"  # each column its highest
+    assert bars([], 5, 1.0) == "" and bars([1.0], 0, 1.0) == ""
+
+
+async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press("b")
+    while pilot.app.screen.state != "done":
+        await pilot.pause(0.05)
+
+
+async def midway(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press("b")
+    while source.given < 40:
+        await pilot.pause(0.02)
+    source.per_poll = 0  # hold it here for the picture
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", ["ready", "running", "finished", "died"])
+def test_benchmark_screen_looks_right(
+    snap_compare, tmp_path: Path, name: str, size: tuple[int, int]
+) -> None:  # type: ignore[no-untyped-def]
+    source = died_run(tmp_path) if name == "died" else whole_run(tmp_path, per_poll=4)
+    before = {"ready": None, "running": midway, "finished": finish, "died": finish}[name]
+    run_before = None if before is None else (lambda pilot: before(pilot, source))
+    assert snap_compare(Harness(source), terminal_size=size, run_before=run_before)

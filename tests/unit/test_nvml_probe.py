@@ -1,0 +1,113 @@
+"""probe_nvml against a stand-in pynvml: every call the real driver answers, and the ones an older
+driver or GPU refuses (NVMLError_NotSupported) become None, never a failed detection."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+from gpuwizard.detect.nvml import clock_limits, probe_nvml
+from gpuwizard.facts import NvmlOk, NvmlUnavailable
+
+
+class NVMLError(Exception):
+    pass
+
+
+class NVMLError_NotSupported(NVMLError):
+    pass
+
+
+class NVMLError_LibraryNotFound(NVMLError):
+    pass
+
+
+@dataclass
+class Pci:
+    busId: bytes
+
+
+@dataclass
+class Memory:
+    total: int
+
+
+def fake_pynvml(*, gpus: int = 2, p2p_status: int = 0, init_error: type | None = None):  # type: ignore[no-untyped-def]
+    module = types.ModuleType("pynvml")
+    module.NVMLError = NVMLError  # type: ignore[attr-defined]
+    module.NVML_FEATURE_ENABLED = 1  # type: ignore[attr-defined]
+
+    def init() -> None:
+        if init_error is not None:
+            raise init_error()
+
+    def not_supported(*_: object) -> None:
+        raise NVMLError_NotSupported()
+
+    calls = {
+        "nvmlInit": init,
+        "nvmlShutdown": lambda: None,
+        "nvmlSystemGetDriverVersion": lambda: b"580.95.05",
+        "nvmlSystemGetCudaDriverVersion_v2": lambda: 13000,
+        "nvmlDeviceGetCount": lambda: gpus,
+        "nvmlDeviceGetHandleByIndex": lambda i: i,
+        "nvmlDeviceGetPciInfo": lambda h: Pci(f"00000000:{0x1B + h:02X}:00.0".encode()),
+        "nvmlDeviceGetName": lambda h: "NVIDIA H100 80GB HBM3",
+        "nvmlDeviceGetMemoryInfo": lambda h: Memory(81559 * 1024 * 1024),
+        "nvmlDeviceGetPersistenceMode": lambda h: 1,
+        "nvmlDeviceGetCurrPcieLinkGeneration": lambda h: 4 if h == 1 else 5,
+        "nvmlDeviceGetMaxPcieLinkGeneration": lambda h: 5,
+        "nvmlDeviceGetCurrPcieLinkWidth": lambda h: 16,
+        "nvmlDeviceGetMaxPcieLinkWidth": lambda h: 16,
+        "nvmlDeviceGetCurrentClocksEventReasons": lambda h: 0x4 | 0x40 | 0x1 if h == 1 else 0,
+        "nvmlDeviceGetPowerUsage": lambda h: 699_500,
+        "nvmlDeviceGetEnforcedPowerLimit": lambda h: 700_000,
+        "nvmlDeviceGetTemperature": lambda h, sensor: 61,
+        "nvmlDeviceGetClockInfo": not_supported,  # e.g. a vGPU that hides clocks
+        "nvmlDeviceGetMaxClockInfo": lambda h, kind: 1980,
+        "nvmlDeviceGetP2PStatus": lambda a, b, index: p2p_status,
+    }
+    for name, call in calls.items():
+        setattr(module, name, call)
+    return module
+
+
+def test_every_reading_is_taken_and_unsupported_ones_are_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    nvml = probe_nvml()
+    assert isinstance(nvml, NvmlOk)
+    assert (nvml.driver_version, nvml.cuda_driver_version) == ("580.95.05", "13.0")
+    first, second = nvml.gpus
+    assert first.pci_bus_id == "0000:1b:00.0"
+    assert (second.pcie_gen_current, second.pcie_gen_max) == (4, 5)
+    assert second.clock_limits == ("power cap", "thermal (hardware)")  # idle (0x1) is not a limit
+    assert first.clock_limits == ()
+    assert (first.power_w, first.power_limit_w, first.temperature_c) == (699.5, 700.0, 61)
+    assert (first.sm_clock_mhz, first.sm_clock_max_mhz) == (None, 1980)
+    assert first.persistence_mode is True
+    assert nvml.p2p_unavailable == ()
+
+
+def test_pairs_without_peer_to_peer_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(gpus=3, p2p_status=2))
+    nvml = probe_nvml()
+    assert isinstance(nvml, NvmlOk)
+    assert nvml.p2p_unavailable == ("0-1", "0-2", "1-2")
+
+
+def test_no_driver_is_a_fact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=NVMLError_LibraryNotFound))
+    assert probe_nvml() == NvmlUnavailable(
+        "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"
+    )
+
+
+def test_clock_limits_name_only_the_reasons_that_cost_speed() -> None:
+    assert clock_limits(None) == ()
+    assert clock_limits(0x1 | 0x2 | 0x10) == ()  # idle, application clocks, sync boost
+    assert clock_limits(0x8 | 0x80) == ("hardware slowdown", "power brake")

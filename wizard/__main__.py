@@ -1,0 +1,8 @@
+"""``python -m gpuwizard``: the same as the ``gpuwizard`` command."""
+
+import sys
+
+from gpuwizard.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
