@@ -19,6 +19,7 @@ KEYS = (
     ("r", "retry a failed step · reboot (reboot screen)"),
     ("x", "abort the install (finished steps stay done, none is left half-done)"),
     ("w", "why not the other options (recommendation)"),
+    ("d", "doctor: known problems (driver, CUDA versions, Secure Boot, GPU errors)"),
     ("b / esc", "back"),
     ("q", "quit: a running step continues in the background"),
     ("? / F1", "this help"),

@@ -84,6 +84,8 @@ class InstallScreen(Screen[str]):
         self.tail: list[str] = []
         self.failed_step: str | None = None
         self.ended = False
+        self.live_hint: str | None = None
+        """The known error shown while the step still runs, by id."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -190,12 +192,14 @@ class InstallScreen(Screen[str]):
                 )
                 steps.set_state(event.step, "running")
                 self.query_one("#hint", Static).update("")
+                self.live_hint = None
                 log.add([f"── {event.title}"])
             case ev.ActionStarted():
                 log.add([f"$ {event.command}"])
             case ev.LogLines():
                 self.tail = (self.tail + list(event.lines))[-20:]
                 log.add(event.lines, event.dropped)
+                self.show_live_hint()
             case ev.StepSkipped():
                 steps.set_state(event.step, "skipped")
             case ev.StepAwaitingReboot():
@@ -204,6 +208,9 @@ class InstallScreen(Screen[str]):
                 steps.set_state(event.step, "done" if event.ok else "failed")
                 if not event.ok:
                     self.failed(event.step, event.reason, event.log)
+                elif self.live_hint is not None:  # it passed after all: the warning is moot
+                    self.live_hint = None
+                    self.query_one("#hint", Static).update("")
             case ev.PromptShown() if event.secret:
                 self.app.push_screen(SecretScreen(event.text), self.answer_secret)
             case ev.RebootRequested():
@@ -215,6 +222,16 @@ class InstallScreen(Screen[str]):
             case _:
                 pass
         self.show_progress()
+
+    def show_live_hint(self) -> None:
+        """A known error in the running step's output shows at once, before the step ends."""
+        hint = match(self.tail)
+        if self.mode != "running" or hint is None or hint.id == self.live_hint:
+            return
+        self.live_hint = hint.id
+        self.query_one("#hint", Static).update(
+            Text.assemble(("⚠ in the log: ", "bold"), f"{hint.explanation} {hint.fix}")
+        )
 
     def stopped(self, event: ev.RunStopped) -> None:
         if event.reason == "paused":

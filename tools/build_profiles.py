@@ -13,6 +13,7 @@ Usage: python tools/build_profiles.py [--only NAME]   (rewrites the directories;
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -169,6 +170,10 @@ class Profile:
     links: dict[str, str] = field(default_factory=dict)
     boot_id: str = "6f0c6c2e-3c51-4a0a-9d0e-2b7a1f9e4c11"
     machine_id: str = "3d1f0a8c2b7e4f19a6c5d2e8b1f04a7c"
+    kernel_log: tuple[str, ...] = ()
+    """Messages after the boot banner (nouveau, NVRM, Xid ...), as dmesg prints them."""
+    extra_commands: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """More recorded commands (key: the shell-joined argv), for what only the doctor asks."""
 
 
 def gpu_pci(
@@ -232,6 +237,67 @@ def df_output(profile: Profile) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dmesg(profile: Profile) -> str:
+    """The start of a boot's kernel log as dmesg prints it, then the profile's own messages."""
+    banner = (
+        f"[    0.000000] Linux version {profile.kernel} (builder@buildhost) (gcc version 12.3.0 "
+        "(GCC), GNU ld version 2.38) #1 SMP PREEMPT_DYNAMIC\n"
+        f"[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-{profile.kernel} "
+        "root=UUID=0b6f1c1e-7f0a-4b8e-9a55-2f3c2d1e4a90 ro console=tty1 console=ttyS0\n"
+        "[    0.000000] KERNEL supported cpus:\n"
+        "[    0.000000]   Intel GenuineIntel\n"
+        "[    0.000000]   AMD AuthenticAMD\n"
+        "[    1.208311] PCI: Using configuration type 1 for base access\n"
+        "[    2.913457] systemd[1]: Detected architecture x86-64.\n"
+    )
+    return banner + "".join(f"{line}\n" for line in profile.kernel_log)
+
+
+def nouveau_log(addresses: list[str], chipset: str, bound: bool) -> tuple[str, ...]:
+    """What nouveau prints for GPUs it drives, or gives up on (a chipset it does not know)."""
+    if not bound:
+        return tuple(
+            f"[    3.{514223 + i:06d}] nouveau {a}: unknown chipset ({chipset})"
+            for i, a in enumerate(addresses)
+        )
+    return tuple(
+        line
+        for i, a in enumerate(addresses)
+        for line in (
+            f"[    3.{514223 + i:06d}] nouveau {a}: enabling device (0000 -> 0002)",
+            f"[    3.{520117 + i:06d}] nouveau {a}: NVIDIA {chipset}",
+        )
+    )
+
+
+def nvrm_log(version: str, open_modules: bool) -> tuple[str, ...]:
+    flavour = "Open Kernel Module for x86_64" if open_modules else "x86_64 Kernel Module"
+    return (
+        "[    5.012230] nvidia: loading out-of-tree module taints kernel.",
+        "[    5.044188] nvidia-nvlink: Nvlink Core is being initialized, major device number 509",
+        f"[    5.101293] NVRM: loading NVIDIA UNIX {flavour}  {version}  Release Build  "
+        "(dvs-builder@U16-I3-B03-4-3)  Fri Mar 14 19:27:13 UTC 2025",
+        "[    5.873044] nvidia_uvm: module uses symbols nvUvmInterfaceDisableAccessCntr from "
+        "proprietary module nvidia, inheriting taint.",
+    )
+
+
+def dev_nodes(gpus: int) -> dict[str, str]:
+    """/dev/nvidia* as the driver creates them (recorded as empty files)."""
+    names = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+    return {f"/dev/{name}": "" for name in names + [f"nvidia{i}" for i in range(gpus)]}
+
+
+def infiniband(devices: int, state: str, rate: str) -> dict[str, str]:
+    """/sys/class/infiniband/<hca>/ports/1: what NCCL looks at to pick its HCAs."""
+    files = {}
+    for i in range(devices):
+        base = f"/sys/class/infiniband/mlx5_{i}/ports/1"
+        files |= {f"{base}/state": f"{state}\n", f"{base}/rate": f"{rate}\n",
+                  f"{base}/link_layer": "InfiniBand\n"}  # fmt: skip
+    return files
+
+
 def commands(profile: Profile) -> dict[str, dict[str, object]]:
     family = "rhel" if profile.os.startswith("rocky") else "debian"
     out: dict[str, tuple[int, str] | tuple[int, str, str]] = {
@@ -242,6 +308,8 @@ def commands(profile: Profile) -> dict[str, dict[str, object]]:
         command_key(["cloud-init", "status"]): profile.cloud_init,
         command_key(["df", "-P", "-B1", *FREE_SPACE_PATHS]): (0, df_output(profile)),
     }
+    out[command_key(["dmesg"])] = (0, dmesg(profile))
+    out.update(profile.extra_commands)
     if profile.services:
         states = [profile.services.get(unit, "not-found") for unit in MANAGED_SERVICES]
         code = 0 if all(s == "enabled" for s in states) else 1
@@ -349,6 +417,141 @@ L40S_ADDR = ["0000:17:00.0", "0000:31:00.0", "0000:b1:00.0", "0000:ca:00.0"]
 H200_ADDR = ["0000:41:00.0", "0000:c1:00.0"]
 ASPEED = Pci("0000:03:00.0", "1a03", "2000", "030000", ("15d9", "1c48"), "ast", 0)
 
+# NVML's memory health on a data-centre GPU with nothing wrong: ECC on, no errors, no repairs.
+HEALTHY_HBM = {
+    "ecc_enabled": True, "ecc_uncorrected_volatile": 0, "ecc_uncorrected_aggregate": 0,
+    "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
+    "remap_pending": False, "remap_failed": False,
+}  # fmt: skip
+# Volta retires pages instead of remapping rows.
+HEALTHY_HBM2_VOLTA = {
+    "ecc_enabled": True, "ecc_uncorrected_volatile": 0, "ecc_uncorrected_aggregate": 0,
+    "retired_pages_pending": False,
+}  # fmt: skip
+A100_80_ADDR = [f"0000:{b}:00.0" for b in ("07", "0f", "47", "4e", "87", "90", "b7", "bd")]
+NVCC_12_4 = """nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2024 NVIDIA Corporation
+Built on Thu_Mar_28_02:18:24_PDT_2024
+Cuda compilation tools, release 12.4, V12.4.131
+Build cuda_12.4.r12.4/compiler.34097967_0
+"""
+TORCH_VERSION_PY = """from typing import Optional
+
+__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'xpu']
+__version__ = '{version}'
+debug = False
+cuda: Optional[str] = '{cuda}'
+git_version = '5811a8d7da873dd699ff6687092c225caffcf1bb'
+hip: Optional[str] = None
+xpu: Optional[str] = None
+"""
+
+
+def metadata(name: str, version: str) -> str:
+    return f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+
+
+def neglected_a100() -> Profile:
+    """A server that ran for months: an unattended kernel update without its module, a torch
+    built for a newer CUDA than the driver, Xids, a pending row remap, a GPU off the bus, an
+    x8 link and InfiniBand ports down. Every doctor check has something to say."""
+    links = dict.fromkeys(A100_80_ADDR, (SPEED["gen4"], SPEED["gen4"], 16, 16))
+    links["0000:47:00.0"] = (SPEED["gen4"], SPEED["gen4"], 8, 16)
+    pci = tuple(
+        Pci(a, "10de", "20b2", "030200", ("10de", "1463"), "nvidia", 0 if i < 4 else 1, links[a])
+        for i, a in enumerate(A100_80_ADDR)
+    ) + tuple(
+        Pci(f"0000:{b}:00.0", "15b3", "101b", "020700", ("15b3", "0007"), "mlx5_core", i // 2)
+        for i, b in enumerate(("0c", "4b", "8b", "ca"))
+    )
+    answering = [a for a in A100_80_ADDR if a != "0000:b7:00.0"]  # fell off the bus
+    gpus = [
+        dataclasses.replace(
+            g,
+            **HEALTHY_HBM,
+            **({"pcie_width_current": 8} if g.pci_bus_id == "0000:47:00.0" else {}),
+        )
+        for g in nvml_gpus(answering, "NVIDIA A100-SXM4-80GB", 81920, (4, 4), (16, 16), False)
+    ]
+    gpus[4] = dataclasses.replace(  # 0000:90:00.0: the double-bit error and its pending repair
+        gpus[4], ecc_uncorrected_volatile=1, ecc_uncorrected_aggregate=1,
+        remapped_rows_uncorrectable=1, remap_pending=True,
+    )  # fmt: skip
+    env = "/opt/gpuwizard/envs/pytorch"
+    site = f"{env}/lib/python3.10/site-packages"
+    return Profile(
+        name="a100x8-ubuntu2204-neglected",
+        description="8x A100 SXM4 80GB, Ubuntu 22.04, driver 535 left running for months: the doctor's patient",
+        notes="Unattended upgrades installed kernel 5.15.0-126 without headers, so no nvidia "
+        "module waits for the next boot; someone pip-installed torch 2.14.1+cu130, which the "
+        "R535 driver (CUDA 12.2) cannot run, next to a CUDA 12.4 toolkit. The kernel log has a "
+        "double-bit ECC error with its pending row remap on 0000:90:00.0 and Xid 79 on "
+        "0000:b7:00.0, which NVML no longer lists; one GPU trained at x8; persistence mode is "
+        "off; the InfiniBand ports are down.",
+        os="ubuntu22.04",
+        kernel="5.15.0-119-generic",
+        kernels=("5.15.0-119-generic", "5.15.0-126-generic"),
+        headers=("5.15.0-119-generic",),
+        pci=pci,
+        modules=("nvidia", "nvidia_modeset", "nvidia_uvm", "ib_core", "mlx5_core"),
+        cpu=("AMD EPYC 7763 64-Core Processor", 256),
+        memory_kib=2_113_470_464,
+        nics=(
+            ("eno1", "1", 10000, True),
+            ("eno2", "1", 10000, True),
+            ("ibs1", "32", None, True),
+            ("ibs2", "32", None, True),
+        ),
+        packages=(
+            ("linux-headers-5.15.0-119-generic", "5.15.0-119.129"),
+            ("linux-headers-generic", "5.15.0.126.125"),
+            ("nvidia-driver-535-server", "535.216.01-0ubuntu0.22.04.1"),
+            ("nvidia-dkms-535-server", "535.216.01-0ubuntu0.22.04.1"),
+            ("nvidia-utils-535-server", "535.216.01-0ubuntu0.22.04.1"),
+            ("libnvidia-compute-535-server", "535.216.01-0ubuntu0.22.04.1"),
+            ("cuda-toolkit-12-4", "12.4.1-1"),
+            ("dkms", "2.8.7-2ubuntu2.2"),
+        ),
+        nvml=NvmlOk("535.216.01", "12.2", tuple(gpus)),
+        python=("3.10",),
+        services={"nvidia-persistenced": "disabled"},
+        kernel_log=(
+            *nvrm_log("535.216.01", open_modules=False),
+            "[86412.551210] NVRM: Xid (PCI:0000:90:00): 48, pid=41873, name=python, An "
+            "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
+            "at partition 6, subpartition 0.",
+            "[86412.551290] NVRM: Xid (PCI:0000:90:00): 63, pid='<unknown>', name=<unknown>, "
+            "Row Remapper: New row marked for remapping, reset gpu to activate.",
+            "[91877.004512] NVRM: Xid (PCI:0000:b7:00): 79, pid='<unknown>', name=<unknown>, "
+            "GPU has fallen off the bus.",
+            "[91877.004530] NVRM: GPU 0000:b7:00.0: GPU has fallen off the bus.",
+        ),
+        extra_commands={"/usr/local/cuda-12.4/bin/nvcc --version": (0, NVCC_12_4)},
+        files={
+            "/usr/bin/nvidia-smi": "",
+            "/sys/module/nvidia/version": "535.216.01\n",
+            "/lib/modules/5.15.0-119-generic/updates/dkms/nvidia.ko": "",
+            "/usr/lib/modprobe.d/nvidia-kernel-common.conf": NVIDIA_MODPROBE,
+            "/usr/local/cuda-12.4/bin/nvcc": "",
+            "/run/reboot-required": "*** System restart required ***\n",
+            "/run/reboot-required.pkgs": "linux-image-5.15.0-126-generic\n",
+            f"{env}/pyvenv.cfg": "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.10.12\n",
+            f"{env}/bin/python": "",
+            f"{site}/torch/version.py": TORCH_VERSION_PY.format(
+                version="2.14.1+cu130", cuda="13.0"
+            ),
+            f"{site}/torch-2.14.1+cu130.dist-info/METADATA": metadata("torch", "2.14.1+cu130"),
+            f"{site}/torchvision-0.29.1+cu130.dist-info/METADATA": metadata(
+                "torchvision", "0.29.1+cu130"
+            ),
+            **dev_nodes(8),
+            **infiniband(4, "1: DOWN", "10 Gb/sec (4X SDR)"),
+        },
+        machine_id="8c7d2a1f9e3b4c5d6a7b8c9d0e1f2a3b",
+        boot_id="2b8e4f6a-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
+    )
+
+
 # What Ubuntu's nvidia-kernel-common-<branch> package ships, so nouveau stays away.
 NVIDIA_MODPROBE = "blacklist nouveau\noptions nouveau modeset=0\n"
 
@@ -376,6 +579,7 @@ SPECS: tuple[Profile, ...] = (
         virt=((0, "kvm\n"), NONE),
         packages=(*UBUNTU_2004_DEV, ("linux-headers-5.4.0-218-generic", "5.4.0-218.238")),
         python=("3.8",),
+        kernel_log=nouveau_log(A100_ADDR, "GA100 (170000a1)", bound=True),
         files={
             "/run/reboot-required": "*** System restart required ***\n",
             "/run/reboot-required.pkgs": "linux-image-5.4.0-218-generic\nlinux-base\n",
@@ -432,6 +636,13 @@ SPECS: tuple[Profile, ...] = (
             ("linux-headers-generic", "5.15.0.126.125"),
         ),
         python=("3.10",),
+        kernel_log=(
+            *nouveau_log(H100_ADDR[:2], "180000a1", bound=False),
+            "[    4.112907] mlx5_core 0000:1a:00.0: firmware version: 28.39.1002",
+            "[    4.631550] mlx5_core 0000:1a:00.0: Port module event: module 0, Cable plugged",
+            "[    5.204116] mlx5_ib: Mellanox Connect-IB Infiniband driver v5.0-0",
+        ),
+        files=infiniband(8, "4: ACTIVE", "400 Gb/sec (4X NDR)"),
     ),
     Profile(
         name="h200-ubuntu2404-driver570",
@@ -459,8 +670,12 @@ SPECS: tuple[Profile, ...] = (
         nvml=NvmlOk(
             "570.133.20",
             "12.8",
-            nvml_gpus(H200_ADDR, "NVIDIA H200 NVL", 143771, (5, 5), (16, 16), False),
+            tuple(
+                dataclasses.replace(g, **HEALTHY_HBM)
+                for g in nvml_gpus(H200_ADDR, "NVIDIA H200 NVL", 143771, (5, 5), (16, 16), False)
+            ),
         ),
+        kernel_log=nvrm_log("570.133.20", open_modules=True),
         python=("3.12",),
         services={"nvidia-persistenced": "disabled"},
         files={
@@ -468,6 +683,7 @@ SPECS: tuple[Profile, ...] = (
             "/sys/module/nvidia/version": "570.133.20\n",
             "/lib/modules/6.8.0-60-generic/updates/dkms/nvidia.ko.zst": "",
             "/usr/lib/modprobe.d/nvidia-kernel-common.conf": NVIDIA_MODPROBE,
+            **dev_nodes(2),
         },
     ),
     Profile(
@@ -495,8 +711,12 @@ SPECS: tuple[Profile, ...] = (
         nvml=NvmlOk(
             "535.247.01",
             "12.2",
-            nvml_gpus(V100_ADDR, "Tesla V100-SXM2-16GB", 16384, (3, 3), (16, 16), True),
+            tuple(
+                dataclasses.replace(g, **HEALTHY_HBM2_VOLTA)
+                for g in nvml_gpus(V100_ADDR, "Tesla V100-SXM2-16GB", 16384, (3, 3), (16, 16), True)
+            ),
         ),
+        kernel_log=nvrm_log("535.247.01", open_modules=False),
         python=("3.10",),
         services={"nvidia-persistenced": "enabled"},
         files={
@@ -504,6 +724,7 @@ SPECS: tuple[Profile, ...] = (
             "/sys/module/nvidia/version": "535.247.01\n",
             "/lib/modules/6.8.0-1029-aws/updates/dkms/nvidia.ko": "",
             "/usr/lib/modprobe.d/nvidia-kernel-common.conf": NVIDIA_MODPROBE,
+            **dev_nodes(4),
         },
         free_bytes=120_000_000_000,
     ),
@@ -526,6 +747,7 @@ SPECS: tuple[Profile, ...] = (
         secure_boot=MOKUTIL_NO_EFI,
         free_bytes=92_000_000_000,
         python=("3.11",),
+        kernel_log=nouveau_log(["0000:00:04.0"], "TU104 (164000a1)", bound=True),
     ),
     Profile(
         name="l40sx4-rocky9-fresh",
@@ -548,6 +770,7 @@ SPECS: tuple[Profile, ...] = (
             ("kernel-headers", "5.14.0-570.17.1.el9_6"),
         ),
         python=("3.9",),
+        kernel_log=nouveau_log(L40S_ADDR, "AD102 (192000a1)", bound=True),
     ),
     Profile(
         name="rtx5090-ubuntu2404-secureboot",
@@ -572,6 +795,11 @@ SPECS: tuple[Profile, ...] = (
         cloud_init=(127, ""),
         packages=(("linux-headers-6.14.0-29-generic", "6.14.0-29.29~24.04.1"),),
         python=("3.12",),
+        kernel_log=(
+            "[    0.000000] secureboot: Secure boot enabled",
+            "[    0.000000] Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7",
+            *nouveau_log(["0000:01:00.0"], "1b2000a1", bound=False),
+        ),
     ),
     Profile(
         name="nogpu-ubuntu2204",
@@ -610,6 +838,9 @@ SPECS: tuple[Profile, ...] = (
         files={"/usr/lib/wsl/lib/libnvidia-ml.so.1": "", "/usr/lib/wsl/lib/nvidia-smi": ""},
     ),
 )
+
+
+SPECS = (*SPECS, neglected_a100())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
+from gpuwizard.doctor.findings import Report
+from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.modals import QuitScreen
 from gpuwizard.screens.waiting import Waiting
@@ -27,7 +29,10 @@ if TYPE_CHECKING:
 class GpuWizardApp(App[str]):
     TITLE = "gpuwizard"
     CSS_PATH = "app.tcss"
-    BINDINGS = [Binding("ctrl+c", "quit_wizard", "Quit", show=False)]
+    BINDINGS = [
+        Binding("ctrl+c", "quit_wizard", "Quit", show=False),
+        Binding("d", "doctor", "Doctor"),
+    ]
 
     def __init__(self, backend: Backend, *, ssh_hint: str = "ssh <this server>") -> None:
         super().__init__()
@@ -67,6 +72,17 @@ class GpuWizardApp(App[str]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(str(self.backend.state_dir), self.backend.simulated))
+
+    def action_doctor(self) -> None:
+        """The doctor over whatever stage shows; it reads the machine in its own worker thread."""
+        if not isinstance(self.screen, DoctorScreen):
+            self.push_screen(DoctorScreen(self.examine))
+
+    def examine(self) -> Report:
+        """The doctor's report on this machine (runs in the Doctor screen's worker thread)."""
+        from gpuwizard.doctor.diagnose import diagnose  # detection and checks load on demand
+
+        return diagnose(self.backend.host(), self.backend.state_dir).report
 
     def action_quit_wizard(self) -> None:
         """Leave at once when nothing runs; explain first when a step is running."""

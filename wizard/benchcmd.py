@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -20,7 +18,7 @@ from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.detect import detect_host
-from gpuwizard.host import Host
+from gpuwizard.machine import Machine
 from gpuwizard.runner.control import current
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -30,17 +28,6 @@ DATALOAD_DIR = "/var/tmp"
 
 class BenchUsageError(ValueError):
     """Bad input: the CLI prints it as one line and exits 2."""
-
-
-@dataclass(frozen=True)
-class Machine:
-    """What the bench command needs of a machine, real or simulated."""
-
-    host: Callable[[], Host]
-    state_dir: Path
-    python_in: Callable[[str], tuple[str, ...]]
-    env: dict[str, str]
-    simulated: bool
 
 
 def parse_modes(text: str) -> tuple[Mode, ...]:
@@ -108,7 +95,7 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     )
     host = machine.host()
     session = BenchSession(
-        spec, writable_state_dir(machine.state_dir), facts, nvml=host.nvml, env=machine.env
+        spec, writable_state_dir(machine.state_dir), facts, nvml=host.nvml, env=dict(machine.env)
     )
     out = sys.stderr if args.json else sys.stdout
     interpreter = args.python or f"{built_env(machine.state_dir)}/bin/python"

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, NoReturn
 from gpuwizard import __version__
 
 if TYPE_CHECKING:
+    from gpuwizard.export.answers import Answers
     from gpuwizard.facts import HostFacts
     from gpuwizard.host import Host
+    from gpuwizard.machine import Machine
     from gpuwizard.recommend.table import CompatTable
     from gpuwizard.recommend.target import Target
     from gpuwizard.runner.control import Backend
@@ -121,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--no-persistence", action="store_true", help="leave nvidia-persistenced off"
     )
+    apply.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="replay an answers.yaml (from `gpuwizard export`)",
+    )
+    apply.add_argument(
+        "--accept-changes",
+        action="store_true",
+        help="with --config: plan even where the answers were made for another kind of server",
+    )
     apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
     bench = sub.add_parser(
@@ -153,6 +166,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print results.json at the end, nothing else on stdout"
     )
     bench.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)  # fmt: skip
+
+    export = sub.add_parser(
+        "export",
+        help="the chosen setup as deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init",
+    )
+    export.add_argument(
+        "--format",
+        metavar="NAMES",
+        help="comma-separated, of: script, dockerfile, answers, ansible, cloud-init (default: all)",
+    )
+    export.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="export the plan of an answers.yaml for this machine",
+    )
+    export.add_argument(
+        "--accept-changes",
+        action="store_true",
+        help="with --config: even for another kind of server",
+    )
+    export.add_argument(
+        "-o", "--output", type=Path, metavar="DIR",
+        help="write the files here (default: stdout for one file, else ./gpuwizard-export)",
+    )  # fmt: skip
+    export.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="diagnose known problems: driver, CUDA versions, Secure Boot, GPU errors, NCCL",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument(
+        "--bundle", nargs="?", const="", metavar="PATH",
+        help="also write a redacted support archive (tar.gz; default: ./gpuwizard-bundle-<time>.tar.gz)",
+    )  # fmt: skip
+    doctor.add_argument(
+        "--log", action="append", type=Path, metavar="FILE",
+        help="also look for known errors in this log (a training run's output); repeatable",
+    )  # fmt: skip
+    doctor.add_argument(
+        "--env", metavar="PATH",
+        help="the Python environment with torch (default: the one gpuwizard set up)",
+    )  # fmt: skip
+    doctor.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
     sub.add_parser("profiles", help="list the built-in simulated hosts")
 
@@ -371,9 +429,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
         keep_driver=args.keep_driver,
         needs_nvcc=args.needs_nvcc,
     )
+    answers = None
+    if args.config is not None:
+        if options != Options() or choices != Choices():
+            raise UsageError("--config gives every choice; drop the other choice and option flags")
+        answers = read_answers(args.config)
+        choices, options = answers.choices, answers.options
+    elif args.accept_changes:
+        raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
-        choices, options, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose
-    )
+        choices, options, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        answers=answers, accept_changes=args.accept_changes,
+    )  # fmt: skip
     try:
         return apply(backend_for(args), request)
     except ApplyError as error:
@@ -381,24 +448,61 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return error.code
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from gpuwizard.benchcmd import BenchUsageError, Machine, run_bench
+def read_answers(path: Path) -> Answers:
+    from gpuwizard.export.answers import AnswersError, load_answers
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--config {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--config {path}: not a UTF-8 text file") from None
+    try:
+        return load_answers(text)
+    except AnswersError as error:
+        raise UsageError(f"--config {path}: {error}") from None
+
+
+def machine_for(args: argparse.Namespace) -> Machine:
+    """The simulated profile when one is named, else this machine (no root needed)."""
+    from gpuwizard.machine import Machine
 
     if args.simulate:
         backend = backend_for(args)
-        machine = Machine(
-            backend.host, backend.state_dir, backend.python_in, dict(backend.env), True
-        )
-    else:
-        from gpuwizard.detect import local_host
-        from gpuwizard.paths import STATE_DIR
+        return Machine(backend.host, backend.state_dir, backend.python_in, backend.env, True)
+    from gpuwizard.detect import local_host
+    from gpuwizard.paths import STATE_DIR
 
-        machine = Machine(
-            local_host, Path(STATE_DIR), lambda env: (f"{env}/bin/python",), {}, False
-        )
+    return Machine(local_host, Path(STATE_DIR))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gpuwizard.benchcmd import BenchUsageError, run_bench
+
     try:
-        return run_bench(args, machine)
+        return run_bench(args, machine_for(args))
     except BenchUsageError as error:
+        raise UsageError(str(error)) from None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from gpuwizard.exportcmd import ExportUsageError, run_export
+
+    if args.accept_changes and args.config is None:
+        raise UsageError("--accept-changes goes with --config answers.yaml")
+    answers = read_answers(args.config) if args.config is not None else None
+    try:
+        return run_export(args, machine_for(args), answers)
+    except ExportUsageError as error:
+        raise UsageError(str(error)) from None
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from gpuwizard.doctorcmd import DoctorUsageError, run_doctor
+
+    try:
+        return run_doctor(args, machine_for(args))
+    except DoctorUsageError as error:
         raise UsageError(str(error)) from None
 
 
@@ -461,6 +565,8 @@ COMMANDS = {
     "recommend": cmd_recommend,
     "apply": cmd_apply,
     "bench": cmd_bench,
+    "export": cmd_export,
+    "doctor": cmd_doctor,
     "profiles": cmd_profiles,
     "capture-host": cmd_capture,
     None: cmd_default,

@@ -92,6 +92,21 @@ class NvmlGpu:
     temperature_c: int | None = None
     sm_clock_mhz: int | None = None
     sm_clock_max_mhz: int | None = None
+    ecc_enabled: bool | None = None
+    """ECC mode now; None where the GPU has no ECC (GeForce) or the driver does not say."""
+    ecc_uncorrected_volatile: int | None = None
+    """Uncorrectable ECC errors since the driver last loaded (or the GPU was reset)."""
+    ecc_uncorrected_aggregate: int | None = None
+    """Uncorrectable ECC errors over the GPU's life."""
+    retired_pages_pending: bool | None = None
+    """Pre-Ampere page retirement waiting for a reset or reboot to take effect."""
+    remapped_rows_correctable: int | None = None
+    """Ampere and newer: rows remapped after correctable errors."""
+    remapped_rows_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    """A row remap waits for a GPU reset or reboot."""
+    remap_failed: bool | None = None
+    """A remap failed: the memory cannot repair itself any more."""
 
 
 @dataclass(frozen=True)

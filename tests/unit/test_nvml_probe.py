@@ -111,3 +111,53 @@ def test_clock_limits_name_only_the_reasons_that_cost_speed() -> None:
     assert clock_limits(None) == ()
     assert clock_limits(0x1 | 0x2 | 0x10) == ()  # idle, application clocks, sync boost
     assert clock_limits(0x8 | 0x80) == ("hardware slowdown", "power brake")
+
+
+def test_memory_health_is_read_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ECC mode and counters, pending page retirement and row remapping, per GPU; a GPU that
+    answers NotSupported (GPU 1 here, like a GeForce card) keeps them None."""
+    module = fake_pynvml()
+
+    def per_gpu(value):  # type: ignore[no-untyped-def]
+        def call(handle, *args):  # type: ignore[no-untyped-def]
+            if handle == 1:
+                raise NVMLError_NotSupported()
+            return value(*args) if callable(value) else value
+
+        return call
+
+    counts = {(1, 0): 2, (1, 1): 5}  # (uncorrected, volatile) and (uncorrected, aggregate)
+    module.nvmlDeviceGetEccMode = per_gpu([1, 1])  # type: ignore[attr-defined]
+    module.nvmlDeviceGetTotalEccErrors = per_gpu(lambda kind, counter: counts[(kind, counter)])  # type: ignore[attr-defined]
+    module.nvmlDeviceGetRetiredPagesPendingStatus = per_gpu(0)  # type: ignore[attr-defined]
+    module.nvmlDeviceGetRemappedRows = per_gpu((3, 1, 1, 0))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+
+    nvml = probe_nvml()
+
+    assert isinstance(nvml, NvmlOk)
+    first, second = nvml.gpus
+    assert first.ecc_enabled is True
+    assert (first.ecc_uncorrected_volatile, first.ecc_uncorrected_aggregate) == (2, 5)
+    assert first.retired_pages_pending is False
+    assert (first.remapped_rows_correctable, first.remapped_rows_uncorrectable) == (3, 1)
+    assert (first.remap_pending, first.remap_failed) == (True, False)
+    assert (second.ecc_enabled, second.ecc_uncorrected_volatile, second.remap_pending) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_a_pynvml_without_the_memory_calls_leaves_them_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    nvml = probe_nvml()
+    assert isinstance(nvml, NvmlOk)
+    gpu = nvml.gpus[0]
+    assert (gpu.ecc_enabled, gpu.remapped_rows_uncorrectable, gpu.retired_pages_pending) == (
+        None,
+        None,
+        None,
+    )

@@ -78,6 +78,39 @@ def _p2p_unavailable(nvml: Any, handles: list[Any]) -> tuple[str, ...]:
     return tuple(missing)
 
 
+def _named(nvml: Any, name: str, *args: Any) -> Any:
+    """Like ``_optional``, and None too where this pynvml predates the call."""
+    call = getattr(nvml, name, None)
+    return None if call is None else _optional(nvml, call, *args)
+
+
+# NVML's enum values (nvml.h), spelled out so a pynvml without the constant still works.
+_UNCORRECTED = 1  # NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+_VOLATILE, _AGGREGATE = 0, 1  # NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC
+
+
+def _memory_health(nvml: Any, handle: Any) -> dict[str, Any]:
+    """ECC mode and counters, retired pages (pre-Ampere) and row remapping (Ampere and newer).
+
+    Every reading is optional: GeForce cards have no ECC, older GPUs no row remapping, newer ones
+    no page retirement; those answer NotSupported and stay None.
+    """
+    mode = _named(nvml, "nvmlDeviceGetEccMode", handle)
+    errors = "nvmlDeviceGetTotalEccErrors"
+    pending = _named(nvml, "nvmlDeviceGetRetiredPagesPendingStatus", handle)
+    remap = _named(nvml, "nvmlDeviceGetRemappedRows", handle)
+    return {
+        "ecc_enabled": None if mode is None else mode[0] == nvml.NVML_FEATURE_ENABLED,
+        "ecc_uncorrected_volatile": _named(nvml, errors, handle, _UNCORRECTED, _VOLATILE),
+        "ecc_uncorrected_aggregate": _named(nvml, errors, handle, _UNCORRECTED, _AGGREGATE),
+        "retired_pages_pending": None if pending is None else bool(pending),
+        "remapped_rows_correctable": None if remap is None else int(remap[0]),
+        "remapped_rows_uncorrectable": None if remap is None else int(remap[1]),
+        "remap_pending": None if remap is None else bool(remap[2]),
+        "remap_failed": None if remap is None else bool(remap[3]),
+    }
+
+
 def _gpu(nvml: Any, index: int) -> NvmlGpu:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     pci = nvml.nvmlDeviceGetPciInfo(handle)
@@ -100,6 +133,7 @@ def _gpu(nvml: Any, index: int) -> NvmlGpu:
         temperature_c=_optional(nvml, nvml.nvmlDeviceGetTemperature, handle, 0),
         sm_clock_mhz=_optional(nvml, nvml.nvmlDeviceGetClockInfo, handle, 1),
         sm_clock_max_mhz=_optional(nvml, nvml.nvmlDeviceGetMaxClockInfo, handle, 1),
+        **_memory_health(nvml, handle),
     )
 
 

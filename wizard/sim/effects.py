@@ -194,6 +194,8 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
         for old in site.glob(f"{name}-*.dist-info"):
             old.rmdir()
         (site / f"{name}-{version}{tag}.dist-info").mkdir()
+        if name == "torch":  # what the doctor reads: torch.__version__ and torch.version.cuda
+            write_torch_version(site, f"{version}{tag}", local)
         lines.append(
             f"Collecting {pin}\n  Downloading {name}-{version}{tag}-cp{python.replace('.', '')}-linux_x86_64.whl"
         )
@@ -201,6 +203,20 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
         "Successfully installed " + " ".join(a.replace("==", "-") for a in args if "==" in a)
     )
     return lines
+
+
+def write_torch_version(site: Path, version: str, variant: str) -> None:
+    """torch/version.py as the wheel ships it."""
+    cuda = f"'{variant[2:-1]}.{variant[-1]}'" if variant.startswith("cu") else "None"
+    folder = site / "torch"
+    folder.mkdir(exist_ok=True)
+    (folder / "version.py").write_text(
+        "from typing import Optional\n\n"
+        "__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'xpu']\n"
+        f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {cuda}\n"
+        "git_version = '5811a8d7da873dd699ff6687092c225caffcf1bb'\n"
+        "hip: Optional[str] = None\nxpu: Optional[str] = None\n"
+    )
 
 
 def installed_torch(sandbox: Sandbox, env: str) -> str | None:

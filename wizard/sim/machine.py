@@ -9,6 +9,7 @@ module is "loaded" (after a simulated reboot), with the installed driver's versi
 from __future__ import annotations
 
 import fnmatch
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +76,8 @@ class SimProbes:
             return Output(0, _MOK_ANSWERS.get(state.mok, ""))
         if key == ("cloud-init", "status"):
             return self.cloud_init(state)
+        if key == ("dmesg",) and state.reboots:
+            return self.kernel_log()
         return self.recorded(argv)
 
     def package_list(self, state: SimState) -> Output:
@@ -92,6 +95,26 @@ class SimProbes:
         states = ["enabled" if unit in state.services else "disabled" for unit in units]
         return Output(0 if all(s == "enabled" for s in states) else 1, "\n".join(states) + "\n")
 
+    def kernel_log(self) -> Output:
+        """After a simulated reboot: the recorded boot banner, then this boot's driver messages."""
+        recorded = self.recorded(["dmesg"]).stdout.splitlines()
+        banner = [line for line in recorded if not re.search(r"nouveau|NVRM|nvidia|Xid", line)]
+        modules = loaded_modules(self.sandbox)
+        lines = [*banner, *(_NOUVEAU_LINE.format(gpu.pci.address) for gpu in sim_gpus(self.sandbox)
+                            if "nouveau" in modules)]  # fmt: skip
+        module = self.sandbox.path("/sys/module/nvidia/version")
+        if "nvidia" in modules and module.exists():
+            lines += [_NVRM_LINE.format(module.read_text().strip())]
+        boot = self.sandbox.path("/var/log/gpuwizard-sim-boot.log")
+        failure = boot.read_text().strip() if boot.exists() else ""
+        if failure:  # what systemd-modules-load logs when the module fails at boot
+            said = failure.replace("modprobe: ERROR: could not insert", "Failed to insert module")
+            said = re.sub(
+                r"modprobe: FATAL: Module (\S+) not found.*", r"Failed to find module '\1'", said
+            )
+            lines.append(f"[    6.204913] systemd-modules-load[412]: {said}")
+        return Output(0, "".join(f"{line}\n" for line in lines))
+
     def cloud_init(self, state: SimState) -> Output:
         if state.cloud_init == "absent":
             return Output(MISSING_TOOL, "")
@@ -104,6 +127,11 @@ class SimProbes:
         return commands.get(shlex.join(argv), Output(MISSING_TOOL, ""))
 
 
+_NOUVEAU_LINE = "[    3.514223] nouveau {}: enabling device (0000 -> 0002)"
+_NVRM_LINE = (
+    "[    5.101293] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {}  Release Build  "
+    "(dvs-builder@U16-I3-B03-4-3)"
+)
 _MOK_ANSWERS = {
     "enrolled": "/var/lib/dkms/mok.pub is already enrolled\n",
     "pending": "/var/lib/dkms/mok.pub is already in the enrollment request\n",

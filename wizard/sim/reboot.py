@@ -20,7 +20,7 @@ from pathlib import Path
 from gpuwizard.detect.platform import parse_boot_id
 from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.sim.effects import kernels
-from gpuwizard.sim.machine import driver_version
+from gpuwizard.sim.machine import driver_version, sim_gpus
 from gpuwizard.sim.sandbox import Sandbox, SimState
 from gpuwizard.version import kernel_sort_key
 
@@ -72,6 +72,7 @@ def reboot(sandbox: Sandbox) -> SimState:
         modules += ["nvidia", "nvidia_uvm", "nvidia_modeset"]
     _write_boot(sandbox, kernel, modules, error, driver_version(state) if loads else None)
     _rebind_gpus(sandbox, "nvidia" if loads else "nouveau" if "nouveau" in modules else None)
+    _device_files(sandbox, len(sim_gpus(sandbox)) if loads else None)
     sandbox.save(state)
     return state
 
@@ -104,6 +105,23 @@ def _write_boot(
     log = sandbox.path("/var/log/gpuwizard-sim-boot.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(error + "\n" if error else "")
+
+
+def _device_files(sandbox: Sandbox, gpus: int | None) -> None:
+    """/dev/nvidia* exist while the driver is loaded (udev and nvidia-modprobe make them)."""
+    dev = sandbox.path("/dev")
+    for old in dev.glob("nvidia*") if dev.exists() else ():
+        old.unlink()
+    if gpus is None:
+        return
+    dev.mkdir(exist_ok=True)
+    for name in [
+        "nvidiactl",
+        "nvidia-uvm",
+        "nvidia-uvm-tools",
+        *(f"nvidia{i}" for i in range(gpus)),
+    ]:
+        (dev / name).touch()
 
 
 def _rebind_gpus(sandbox: Sandbox, driver: str | None) -> None:

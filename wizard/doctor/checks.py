@@ -1,0 +1,63 @@
+"""Every doctor check, in the order a person reads them: the driver stack, CUDA, the hardware,
+training, then known errors in the logs.
+
+``run_checks`` is a pure function of the facts, what the doctor read, and the compatibility
+table; a check that does not apply to this machine says nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuwizard.doctor.cuda import check_cuda_versions, check_torch_gpus
+from gpuwizard.doctor.driver import (
+    check_dev_nodes,
+    check_driver,
+    check_gpu_support,
+    check_next_boot,
+    check_nouveau,
+    check_persistence,
+)
+from gpuwizard.doctor.findings import Finding
+from gpuwizard.doctor.hardware import check_ecc, check_pcie, check_xids
+from gpuwizard.doctor.logs import log_findings
+from gpuwizard.doctor.observed import Observed
+from gpuwizard.doctor.secure_boot import check_secure_boot
+from gpuwizard.doctor.training import check_multi_node, check_out_of_memory
+from gpuwizard.facts import HostFacts
+from gpuwizard.recommend.table import CompatTable
+
+Check = Callable[[HostFacts, Observed, CompatTable], "Finding | None"]
+
+CHECKS: tuple[Check, ...] = (
+    check_driver,
+    check_gpu_support,
+    check_nouveau,
+    check_secure_boot,
+    check_next_boot,
+    check_dev_nodes,
+    check_persistence,
+    check_cuda_versions,
+    check_torch_gpus,
+    check_pcie,
+    check_xids,
+    check_ecc,
+    check_out_of_memory,
+    check_multi_node,
+)
+
+NO_GPU = Finding(
+    "gpus",
+    "unknown",
+    "No NVIDIA GPU found",
+    "No NVIDIA GPU is on the PCI bus and the driver reports none, so there is nothing to diagnose.",
+    "On a cloud server, check that the instance type has a GPU; on your own, that the card is "
+    "seated and powered (`lspci -d 10de:` lists NVIDIA devices).",
+)
+
+
+def run_checks(facts: HostFacts, seen: Observed, table: CompatTable) -> tuple[Finding, ...]:
+    found = [finding for check in CHECKS if (finding := check(facts, seen, table)) is not None]
+    if not facts.hardware.gpus:
+        found.insert(0, NO_GPU)
+    return (*found, *log_findings(seen.logs))

@@ -1,0 +1,213 @@
+"""Checks of the GPUs as hardware: PCIe links, Xid errors in the kernel log, ECC memory health.
+
+PCIe: a link trained narrower than both ends support (x8 of x16) is a seating or riser problem;
+a slower speed alone may be the GPU saving power at idle, so it only warns. Xids are the driver's
+own fault reports. ECC and row remapping come from NVML. Pure.
+"""
+
+from __future__ import annotations
+
+from gpuwizard.doctor.driver import applies
+from gpuwizard.doctor.findings import Finding, Severity
+from gpuwizard.doctor.observed import Observed
+from gpuwizard.doctor.xids import XID_SOURCE, parse_xids, worst_first
+from gpuwizard.facts import Gpu, HostFacts, NvmlGpu, NvmlOk
+from gpuwizard.recommend.table import CompatTable
+
+NVML_SOURCE = "NVML (nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT)"
+
+
+def _gts(speed: str | None) -> float:
+    try:
+        return float((speed or "").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def _link_state(gpu: Gpu, nvml: NvmlGpu | None) -> tuple[bool, bool, str] | None:
+    """(narrower, slower, description) of one GPU's link; None when nothing is known."""
+    link = gpu.pci.link
+    if link is None and nvml is None:
+        return None
+    narrower = slower = False
+    parts = []
+    if link is not None:
+        narrower = bool(
+            link.width_current and link.width_max and link.width_current < link.width_max
+        )
+        slower = bool(
+            link.speed_current
+            and link.speed_max
+            and _gts(link.speed_current) < _gts(link.speed_max)
+        )
+        parts.append(
+            f"x{link.width_current} of x{link.width_max}, {link.speed_current} of {link.speed_max}"
+        )
+    if nvml is not None and nvml.pcie_width_current and nvml.pcie_width_max:
+        narrower = narrower or nvml.pcie_width_current < nvml.pcie_width_max
+        slower = slower or bool(
+            nvml.pcie_gen_current
+            and nvml.pcie_gen_max
+            and nvml.pcie_gen_current < nvml.pcie_gen_max
+        )
+        parts.append(
+            f"NVML: gen {nvml.pcie_gen_current} of {nvml.pcie_gen_max}, "
+            f"x{nvml.pcie_width_current} of x{nvml.pcie_width_max}"
+        )
+    return narrower, slower, f"{gpu.pci.address}: {'; '.join(parts)}"
+
+
+def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
+    del seen, table
+    if not applies(facts):
+        return None
+    nvml = facts.boot.nvml
+    by_bus = {g.pci_bus_id: g for g in nvml.gpus} if isinstance(nvml, NvmlOk) else {}
+    states = [s for g in facts.hardware.gpus if (s := _link_state(g, by_bus.get(g.pci.address)))]
+    if not states:
+        return None
+    narrow = [text for narrower, _, text in states if narrower]
+    slow = [text for narrower, slower, text in states if slower and not narrower]
+    if narrow:
+        return Finding(
+            "pcie", "problem", f"PCIe link narrower than it can be on {len(narrow)} GPU(s)",
+            "A link trained with fewer lanes than both ends support moves data to and from the "
+            "GPU at a fraction of its speed.",
+            "Power off, reseat the card (and its riser or cable), and check the slot's lane "
+            "sharing in the board manual; `sudo lspci -vv` shows LnkSta against LnkCap.",
+            tuple(narrow), "the guide's hardware section; PCI Express link training",
+        )  # fmt: skip
+    if slow:
+        return Finding(
+            "pcie", "warn", f"PCIe link slower than its maximum on {len(slow)} GPU(s)",
+            "The link runs below its top speed; GPUs lower it at idle to save power, so this "
+            "matters only if it stays low under load.",
+            "Check while training: nvidia-smi -q -d PCI (Link Gen Current); if it stays low, "
+            "reseat the card and check the BIOS PCIe speed setting.",
+            tuple(slow), "the guide's hardware section",
+        )  # fmt: skip
+    return Finding(
+        "pcie", "ok", f"PCIe links at full width and speed ({len(states)} GPU(s))",
+        "Every GPU's link trained at what both ends support.",
+        evidence=tuple(text for _, _, text in states[:4]),
+    )  # fmt: skip
+
+
+def check_xids(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
+    del table
+    if not applies(facts):
+        return None
+    if seen.kernel_log is None:
+        why = seen.why_unread("kernel log") or "kernel log: not read"
+        return Finding(
+            "xid", "unknown", "Xid errors not checked",
+            f"The kernel log could not be read ({why.removeprefix('kernel log: ')}).",
+            "Run `sudo gpuwizard doctor` (reading the kernel log needs root or the adm group).",
+            (why,), XID_SOURCE,
+        )  # fmt: skip
+    groups = worst_first(parse_xids(seen.kernel_log.text))
+    if not groups:
+        return Finding(
+            "xid", "ok", "No Xid errors",
+            f"The driver reported no GPU faults in this boot's kernel log ({seen.kernel_log.source}).",
+            source=XID_SOURCE,
+        )  # fmt: skip
+    code, pci, first = groups[0]
+    meaning = first[0].meaning
+    severity: Severity = "warn"
+    if any(f[0].meaning.level == "problem" for _, _, f in groups):
+        severity = "problem"
+    others = [f"Xid {c} ({f[0].meaning.meaning}) on {p}" for c, p, f in groups[1:]]
+    also = f" Also: {'; '.join(others)}." if others else ""
+    evidence = tuple(line for _, _, found in groups for line in (x.line for x in found[:2]))[:6]
+    return Finding(
+        "xid",
+        severity,
+        f"Xid {code} on {pci}: {meaning.meaning}",
+        f"The driver reported Xid {code} ({meaning.meaning}) {len(first)} time(s) on {pci}.{also}",
+        meaning.fix,
+        evidence,
+        XID_SOURCE,
+    )
+
+
+def _memory_trouble(gpu: NvmlGpu) -> tuple[Severity, str, str] | None:
+    """(severity, what, fix) for the worst memory-health fact of one GPU."""
+    reset = f"drain GPU {gpu.index}, then reset it (sudo nvidia-smi -r -i {gpu.index}) or reboot"
+    if gpu.remap_failed:
+        return (
+            "problem",
+            f"GPU {gpu.index}: a row remapping failed",
+            "The memory can no longer repair itself: the GPU needs service (RMA).",
+        )
+    if gpu.remap_pending:
+        return (
+            "problem",
+            f"GPU {gpu.index}: a row remap waits for a reset",
+            f"{reset[0].upper()}{reset[1:]} to apply it.",
+        )
+    if gpu.retired_pages_pending:
+        return (
+            "problem",
+            f"GPU {gpu.index}: retired pages wait for a reset",
+            f"{reset[0].upper()}{reset[1:]} to apply them.",
+        )
+    if gpu.ecc_uncorrected_volatile:
+        return (
+            "problem",
+            f"GPU {gpu.index}: {gpu.ecc_uncorrected_volatile} uncorrectable ECC error(s) since the last reset",
+            f"{reset[0].upper()}{reset[1:]}; if they return, plan service.",
+        )
+    if gpu.ecc_uncorrected_aggregate:
+        return (
+            "warn",
+            f"GPU {gpu.index}: {gpu.ecc_uncorrected_aggregate} uncorrectable ECC error(s) in its lifetime",
+            "Watch it (nvidia-smi -q -d ECC); plan service if the count grows.",
+        )
+    if gpu.ecc_enabled is False:
+        return (
+            "warn",
+            f"GPU {gpu.index}: ECC is off",
+            f"Memory errors go unnoticed: sudo nvidia-smi -e 1 -i {gpu.index}, then reboot.",
+        )
+    return None
+
+
+def _memory_counters(gpu: NvmlGpu) -> str:
+    return (
+        f"GPU {gpu.index} ({gpu.pci_bus_id}): ECC {'on' if gpu.ecc_enabled else 'off'}, "
+        f"uncorrectable {gpu.ecc_uncorrected_volatile} since reset / "
+        f"{gpu.ecc_uncorrected_aggregate} lifetime, rows remapped "
+        f"{gpu.remapped_rows_correctable} correctable / {gpu.remapped_rows_uncorrectable} "
+        f"uncorrectable, remap pending {gpu.remap_pending}, failed {gpu.remap_failed}"
+    )
+
+
+def check_ecc(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
+    del seen, table
+    nvml = facts.boot.nvml
+    if not applies(facts) or not isinstance(nvml, NvmlOk):
+        return None
+    reporting = [g for g in nvml.gpus if g.ecc_enabled is not None or g.remap_pending is not None]
+    if not reporting:
+        return None  # GeForce cards and some drivers report no memory health at all
+    troubles = [t for g in reporting if (t := _memory_trouble(g))]
+    if not troubles:
+        remapped = sum(g.remapped_rows_correctable or 0 for g in reporting)
+        note = f"; {remapped} row(s) remapped after correctable errors" if remapped else ""
+        return Finding(
+            "ecc", "ok", "GPU memory healthy",
+            f"No uncorrectable ECC errors and no pending repairs on {len(reporting)} GPU(s){note}.",
+            source=NVML_SOURCE,
+        )  # fmt: skip
+    worst = sorted(troubles, key=lambda t: t[0] != "problem")
+    severity, what, fix = worst[0]
+    return Finding(
+        "ecc",
+        severity,
+        what,
+        f"NVML reports trouble in the GPU memory: {'; '.join(t[1] for t in worst)}.",
+        fix,
+        tuple(_memory_counters(g) for g in reporting if _memory_trouble(g)),
+        NVML_SOURCE,
+    )

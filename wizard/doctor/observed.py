@@ -1,0 +1,161 @@
+"""What the doctor reads beyond detection, as frozen data, and the pure parsers that make it.
+
+``gpuwizard.doctor.readings`` fills an ``Observed`` through the Host door; the checks read only
+this and ``HostFacts``, so every check is a function of data and is tested with tables. Versions
+stay strings. Nothing here reads the machine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TORCH_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
+_TORCH_CUDA = re.compile(
+    r"^cuda(?:\s*:\s*[^=\n]+)?\s*=\s*(?:['\"]([^'\"]+)['\"]|None)", re.MULTILINE
+)
+_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
+_NVCC = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
+_NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+(?:\.\d+)*)"')
+_CUDA_DIR = re.compile(r"/cuda-(\d+\.\d+)(?:/|$)")
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    env: str
+    """The environment it was read from, e.g. /opt/gpuwizard/envs/pytorch."""
+    version: str
+    """As installed, with any local tag: "2.14.1+cu130"."""
+    cuda: str | None
+    """torch.version.cuda ("13.0"); None for a CPU build, or when ``build_known`` is False."""
+    source: str
+    """The file it was read from."""
+    build_known: bool = True
+    """False when only a dist-info name without a +cuXYZ tag was found: the build is unknown."""
+
+    @property
+    def release(self) -> str:
+        """ "2.14.1+cu130" -> "2.14.1"."""
+        return self.version.split("+", 1)[0]
+
+    @property
+    def variant(self) -> str | None:
+        """The wheel's CUDA variant: "cu130" for CUDA 13.0; None for a CPU build."""
+        return f"cu{self.cuda.replace('.', '')}" if self.cuda else None
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    path: str
+    """The nvcc that was found."""
+    version: str
+    """major.minor, e.g. "12.8"."""
+
+
+@dataclass(frozen=True)
+class KernelLog:
+    source: str
+    """"dmesg" or "journalctl -k"."""
+    text: str
+
+
+@dataclass(frozen=True)
+class IbPort:
+    device: str
+    """The HCA, e.g. "mlx5_0"."""
+    port: str
+    state: str
+    """As sysfs prints it, e.g. "4: ACTIVE"."""
+    rate: str
+    """e.g. "400 Gb/sec (4X NDR)"."""
+    link_layer: str
+    """ "InfiniBand", or "Ethernet" for RoCE."""
+
+    @property
+    def active(self) -> bool:
+        return self.state.endswith("ACTIVE")
+
+
+@dataclass(frozen=True)
+class BatchFit:
+    mode: str
+    """Benchmark mode: fp32, tf32, amp-fp16, amp-bf16."""
+    gpus: int
+    batch_size: int
+    """Per GPU: the largest batch the benchmark found to fit."""
+    memory_mib: int
+
+
+@dataclass(frozen=True)
+class BenchFits:
+    path: str
+    """The results.json they come from."""
+    gpu: str
+    model: str
+    image_size: int
+    fits: tuple[BatchFit, ...]
+
+
+@dataclass(frozen=True)
+class LogText:
+    label: str
+    """What the log is, for a person: "step install-nvidia-driver (run-1a2b3c4d)"."""
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Observed:
+    env: str
+    """The Python environment the wizard set up (or would set up)."""
+    torch: TorchBuild | None = None
+    toolkit: Toolkit | None = None
+    kernel_log: KernelLog | None = None
+    module_signer: str | None = None
+    """Signer of the nvidia module for the kernel that boots next ("" when unsigned); None
+    when it was not asked (Secure Boot off, no module) or could not be read."""
+    dev_nodes: tuple[str, ...] = ()
+    """Names under /dev that start with "nvidia"."""
+    infiniband: tuple[IbPort, ...] = ()
+    bench: BenchFits | None = None
+    logs: tuple[LogText, ...] = ()
+    """Failed steps' logs and logs named with --log: the known errors are looked for in them."""
+    unread: tuple[str, ...] = ()
+    """What could not be read, in words; the checks say "could not check" where it mattered."""
+
+    def why_unread(self, what: str) -> str | None:
+        """The reason a reading (named by its prefix, e.g. "kernel log") is missing."""
+        return next((line for line in self.unread if line.startswith(what)), None)
+
+
+def parse_torch_version_py(text: str) -> tuple[str, str | None] | None:
+    """(version, cuda) from torch/version.py; None when it is not one."""
+    version = _TORCH_VERSION.search(text)
+    if version is None:
+        return None
+    cuda = _TORCH_CUDA.search(text)
+    return version.group(1), cuda.group(1) if cuda else None
+
+
+def cuda_from_local_tag(version: str) -> str | None:
+    """ "2.14.1+cu130" -> "13.0"; None without a CUDA tag (PyPI's default wheels have none)."""
+    found = _LOCAL_CUDA.search(version)
+    return f"{found.group(1)}.{found.group(2)}" if found else None
+
+
+def parse_nvcc_version(text: str) -> str | None:
+    """ "Cuda compilation tools, release 12.8, V12.8.93" -> "12.8"."""
+    found = _NVCC.search(text)
+    return found.group(1) if found else None
+
+
+def parse_cuda_version_json(text: str) -> str | None:
+    """The toolkit's version.json names nvcc's version: "12.8.93" -> "12.8"."""
+    found = _NVCC_JSON.search(text)
+    return ".".join(found.group(1).split(".")[:2]) if found else None
+
+
+def cuda_from_path(path: str) -> str | None:
+    """ "/usr/local/cuda-12.8/bin/nvcc" -> "12.8"."""
+    found = _CUDA_DIR.search(path)
+    return found.group(1) if found else None
