@@ -15,10 +15,17 @@ class DoneScreen(Screen[None]):
     DEFAULT_CSS = "DoneScreen #done-body { padding: 1 2; }"
 
     def __init__(
-        self, summary: list[str], env_path: str, logs: str, bench: str | None = None
+        self,
+        summary: list[str],
+        env_path: str,
+        logs: str,
+        bench: str | None = None,
+        exports: list[str] | None = None,
     ) -> None:
-        """``bench``: the benchmark's headline and results file, when one ran."""
+        """``bench``: the benchmark's headline and results file, when one ran; ``exports``: the
+        files written on the Export screen."""
         super().__init__()
+        self.exports = exports or []
         self.summary = summary
         self.env_path = env_path
         self.logs = logs
@@ -30,11 +37,17 @@ class DoneScreen(Screen[None]):
             text.append(f"  {line}\n")
         if self.bench:
             text.append(f"\nBenchmark: {self.bench}\n")
+        if self.exports:
+            text.append("\nExported:\n")
+            text.append("".join(f"  {path}\n" for path in self.exports))
         text.append("\nNext:\n", style="bold")
         text.append(f"  source {self.env_path}/bin/activate\n")
         text.append('  python -c "import torch; print(torch.cuda.device_count())"\n')
         text.append("  gpuwizard detect     # the machine as it is now\n")
         text.append("  gpuwizard bench      # the benchmark again, without the wizard\n")
+        text.append(
+            "  gpuwizard export     # deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init\n"
+        )
         text.append(f"\nLogs: {self.logs}\n", style="dim")
         yield Header()
         with VerticalScroll(id="done-body"):

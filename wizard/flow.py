@@ -1,7 +1,7 @@
 """The wizard's stages and where each leads. Pure: the App maps stages to screens, nothing more.
 
 DETECT -> RECOMMEND -> REVIEW -> INSTALL -> (REBOOT -> RESUME -> INSTALL)* -> VERIFY -> BENCHMARK
--> DONE.
+-> EXPORT -> DONE.
 Starting up, the stage comes from the state on disk, so launching after a reboot, after an SSH
 drop or while a runner works lands on the right screen (ARCHITECTURE U1, B2).
 """
@@ -23,6 +23,7 @@ class Stage(Enum):
     RESUME = "resume"
     VERIFY = "verify"
     BENCHMARK = "benchmark"
+    EXPORT = "export"
     DONE = "done"
 
 
@@ -65,6 +66,7 @@ NEXT: dict[Stage, Stage] = {
     Stage.REBOOT: Stage.RESUME,
     Stage.RESUME: Stage.INSTALL,
     Stage.VERIFY: Stage.BENCHMARK,
-    Stage.BENCHMARK: Stage.DONE,
+    Stage.BENCHMARK: Stage.EXPORT,
+    Stage.EXPORT: Stage.DONE,
 }
 """Where a stage leads when its screen is simply confirmed."""

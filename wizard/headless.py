@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from gpuwizard.detect import detect_host
+from gpuwizard.export.answers import Answers, misfits
 from gpuwizard.facts import HostFacts
 from gpuwizard.hints import match as known_error
 from gpuwizard.plan import Plan, Run
@@ -60,18 +61,43 @@ class ApplyRequest:
     yes: bool = False
     dry_run: bool = False
     verbose: bool = False
+    answers: Answers | None = None
+    """Replaying an answers file: the choices and options above come from it."""
+    accept_changes: bool = False
+    """Plan even where the answers were made for another kind of server or resolve differently."""
 
 
 def make_plan(facts: HostFacts, request: ApplyRequest) -> tuple[Plan, Selection]:
     table = load_table()
     result = recommend(table, target_from_facts(facts, table), request.choices)
     if isinstance(result, Refusal):
-        raise ApplyError(f"nothing to install: {result.reason}", 3)
+        misfit = misfits(request.answers, facts) if request.answers else []
+        why = f"the answers do not fit this server: {'; '.join(misfit)}; " if misfit else ""
+        raise ApplyError(f"{why}nothing to install: {result.reason}", 3)
     try:
         selection, plan = plan_for(facts, result, request.options, table)
     except (OptionsError, PlanError) as error:
         raise ApplyError(str(error)) from None
+    if request.answers is not None and not request.accept_changes:
+        check_replay(request.answers, facts, plan)
     return plan, selection
+
+
+def check_replay(answers: Answers, facts: HostFacts, plan: Plan) -> None:
+    """Refuse to replay answers on a server they were not made for, or that plans differently."""
+    problems = misfits(answers, facts)
+    changed = [f"{a} -> {b}" for a, b in zip(answers.plan, plan.summary, strict=False) if a != b]
+    if len(answers.plan) != len(plan.summary) or changed:
+        problems.append(
+            "here they resolve to a different plan: " + ("; ".join(changed) or "other steps")
+        )
+    if problems:
+        raise ApplyError(
+            "the answers do not fit this server: "
+            + "; ".join(problems)
+            + " (nothing was changed; pass --accept-changes to plan it anyway)",
+            3,
+        )
 
 
 def plan_lines(plan: Plan) -> list[str]:

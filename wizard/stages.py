@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.session import BenchSession
+from gpuwizard.export.formats import FORMATS, render
+from gpuwizard.export.source import ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.flow import NEXT, Stage, StartState, after_install, start_stage
 from gpuwizard.plan import Plan
@@ -24,10 +27,12 @@ from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend, StartBusy, current
+from gpuwizard.runner.files import write_files
 from gpuwizard.runs import RunHandle
 from gpuwizard.screens.benchmark import BenchmarkScreen
 from gpuwizard.screens.detect import DetectScreen
 from gpuwizard.screens.done import DoneScreen
+from gpuwizard.screens.export import ExportScreen
 from gpuwizard.screens.install import InstallScreen
 from gpuwizard.screens.reboot import RebootScreen
 from gpuwizard.screens.recommend import Decision, RecommendScreen
@@ -73,6 +78,7 @@ class Wizard:
         self.plan: Plan | None = None
         self.selection: Selection | None = None
         self.bench: BenchSession | None = None
+        self.exports: list[str] = []
 
     # ---------------------------------------------------------------------------- plumbing
     def switch_to(self, screen: Screen[T], callback: Callable[[T | None], None] | None) -> None:
@@ -118,6 +124,7 @@ class Wizard:
             Stage.RESUME: self.show_resume,
             Stage.VERIFY: self.show_verify,
             Stage.BENCHMARK: self.show_benchmark,
+            Stage.EXPORT: self.show_export,
             Stage.DONE: self.show_done,
         }
         if stage is Stage.INSTALL:
@@ -311,6 +318,24 @@ class Wizard:
             return
         self.enter(NEXT[Stage.BENCHMARK])
 
+    def show_export(self) -> None:
+        assert self.plan is not None
+        assert self.selection is not None
+        assert self.facts is not None
+        source = ExportSource(self.plan, self.selection, self.facts)
+        formats = [(f.name, f.title) for f in FORMATS.values()]
+        screen = ExportScreen(
+            formats,
+            lambda name: render(source, name),
+            lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
+            str(Path.home() / "gpuwizard-export"),
+        )
+        self.switch_to(screen, self.exported)
+
+    def exported(self, paths: list[str] | None) -> None:
+        self.exports = paths or []
+        self.enter(NEXT[Stage.EXPORT])
+
     @property
     def env_path(self) -> str:
         return self.selection.env.path if self.selection else DEFAULT_ENV
@@ -320,7 +345,8 @@ class Wizard:
         bench = None
         if self.bench is not None and self.bench.summary is not None:
             bench = f"{self.bench.summary.verdict.headline}\n  {self.bench.summary.results_md}"
-        self.switch_to(DoneScreen(summary, self.env_path, self.handle.logs_hint, bench), None)
+        done = DoneScreen(summary, self.env_path, self.handle.logs_hint, bench, self.exports)
+        self.switch_to(done, None)
 
 
 def bench_about(gpus: int) -> str:

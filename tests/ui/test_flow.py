@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from gpuwizard.app import GpuWizardApp
 from gpuwizard.host import Host
 from gpuwizard.screens.benchmark import BenchmarkScreen
 from gpuwizard.screens.detect import DetectScreen
 from gpuwizard.screens.done import DoneScreen
+from gpuwizard.screens.export import ExportScreen
 from gpuwizard.screens.install import InstallScreen
 from gpuwizard.screens.reboot import RebootScreen
 from gpuwizard.screens.recommend import RecommendScreen
@@ -41,13 +43,6 @@ async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: 
 
 def on_screen(pilot: Pilot[object], kind: type) -> Callable[[], bool]:
     return lambda: isinstance(pilot.app.screen, kind)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    monkeypatch.setenv("GPUWIZARD_SIM_BENCH_PACE", "0")
-    return tmp_path
 
 
 async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_done(
@@ -101,6 +96,14 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         await until(pilot, lambda: pilot.app.screen.state == "done")  # type: ignore[attr-defined]
         assert len(pilot.app.screen.results) == 5  # type: ignore[attr-defined]
         await pilot.press("enter")
+        await until(pilot, on_screen(pilot, ExportScreen))
+        folder = pilot.app.screen.query_one("#folder", Input)
+        folder.focus()
+        folder.value = ""
+        await pilot.press(*str(home / "exported"), "enter")  # typed, then enter writes
+        written = pilot.app.screen.written  # type: ignore[attr-defined]
+        assert {Path(p).name for p in written} == {"deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml"}  # fmt: skip
+        await pilot.press("c")
         await until(pilot, on_screen(pilot, DoneScreen))
         done = pilot.app.screen
         assert done.bench and "results.md" in done.bench  # type: ignore[attr-defined]

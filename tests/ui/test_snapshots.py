@@ -5,12 +5,18 @@ Review a change in snapshot_report.html before accepting it with `pytest --snaps
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.app import App
 from textual.screen import Screen
 
+from gpuwizard.detect.recording import recorded_host
+from gpuwizard.doctor.diagnose import diagnose
+from gpuwizard.doctor.findings import Report
+from gpuwizard.export.formats import FORMATS, render
+from gpuwizard.export.source import ExportSource
 from gpuwizard.facts import VerifyReport
 from gpuwizard.planner import Options, plan_for
 from gpuwizard.recommend.engine import recommend
@@ -20,7 +26,9 @@ from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.detect import DetectScreen
+from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.done import DoneScreen
+from gpuwizard.screens.export import ExportScreen
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallScreen
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
@@ -29,7 +37,7 @@ from gpuwizard.screens.recommend import RecommendScreen
 from gpuwizard.screens.resume import ResumeScreen
 from gpuwizard.screens.review import ReviewScreen
 from gpuwizard.screens.verify import VerifyScreen
-from tests.conftest import facts_of
+from tests.conftest import facts_of, profile_dir
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 TABLE = load_table()
@@ -93,6 +101,16 @@ def plan():  # type: ignore[no-untyped-def]
     return plan_for(FACTS, recommendation(), Options(), TABLE)[1]
 
 
+def export_screen() -> ExportScreen:
+    """The Export screen on the plan above, writing nowhere."""
+    selection, made = plan_for(FACTS, recommendation(), Options(), TABLE)
+    source = ExportSource(made, selection, FACTS, version="0.1.0")
+    formats = [(f.name, f.title) for f in FORMATS.values()]
+    return ExportScreen(
+        formats, lambda name: render(source, name), lambda d, f: [], "/root/gpuwizard-export"
+    )
+
+
 FAILED_RUN: list[ev.RunEvent] = [
     ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
     ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
@@ -115,6 +133,12 @@ FAILED_RUN: list[ev.RunEvent] = [
     ev.RunStopped("failed", "exited 100", "upgrade-kernel"),
 ]
 
+
+def doctor_report(profile: str) -> Report:
+    """The doctor on a recorded host, with no state directory: the same every time."""
+    return diagnose(recorded_host(profile_dir(profile)), Path("/nonexistent/gpuwizard")).report
+
+
 RESUMED = [  # the journal after the first reboot: what ran shows as done
     ("upgrade-kernel", "done", "running the newest kernel"),
     ("reboot-kernel", "done", "nothing waits for a reboot"),
@@ -131,10 +155,13 @@ SCREENS = {
     "resume": lambda: ResumeScreen([("Disable the nouveau driver", "done", "nouveau is not loaded"), ("Reboot", "done", "nothing waits for a reboot")], "Install a newer Python"),
     "resume-stopped": lambda: ResumeScreen([], "Reboot", rebooted=False, problem="the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"),
     "verify": lambda: VerifyScreen(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),
+    "export": export_screen,
     "done": lambda: DoneScreen(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs"),
     "help": lambda: HelpScreen("/var/lib/gpuwizard", simulated=True),
     "secret": lambda: SecretScreen("One-time MOK password (8-16 characters)"),
     "quit-running": lambda: QuitScreen(running=True),
+    "doctor": lambda: DoctorScreen(doctor_report("a100x8-ubuntu2204-neglected")),
+    "doctor-healthy": lambda: DoctorScreen(doctor_report("v100x4-ubuntu2204-driver535")),
 }  # fmt: skip
 
 

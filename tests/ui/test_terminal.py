@@ -114,6 +114,8 @@ def test_killing_the_terminal_mid_step_leaves_the_step_running_and_the_wizard_re
     assert "fp32" in shown and "tf32" in shown
     terminal.wait_for("Finished.", timeout_s=60)
     terminal.press("Enter")
+    terminal.wait_for("Folder to write to")
+    terminal.press("c")
     terminal.wait_for("Done: the GPU server is set up")
     calls = [
         json.loads(line)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpuwizard.failpoints import failpoint
@@ -65,3 +66,13 @@ def remove_stale_temps(directory: Path) -> int:
         stale.unlink(missing_ok=True)
         removed += 1
     return removed
+
+
+def write_files(directory: Path, files: Sequence[tuple[str, str, int]]) -> list[Path]:
+    """Write (name, text, mode) files into a folder, each crash-safe; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text, mode in files:
+        write_atomic(directory / name, text.encode("utf-8"), mode)
+        written.append(directory / name)
+    return written

@@ -1,0 +1,135 @@
+"""ExportScreen: pick formats, preview each with syntax highlighting, write them, see the paths.
+
+Every export is rendered from the one reviewed plan (gpuwizard.export); the screen gets a
+``render`` function (format name -> files, or ExportError) and a ``write`` function (folder,
+files -> paths), so it never touches the disk itself. Dismisses with the written paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, SelectionList, Static
+
+from gpuwizard.export.formats import ExportFile
+from gpuwizard.export.source import ExportError
+
+Render = Callable[[str], list[ExportFile]]
+Write = Callable[[Path, list[ExportFile]], list[Path]]
+
+
+def preview(files: Sequence[ExportFile]) -> Group:
+    parts: list[RenderableType] = []
+    for file in files:
+        parts.append(Text(f"── {file.name} (mode {file.mode:o})", style="bold"))
+        parts.append(Syntax(file.content, file.language, theme="ansi_dark", word_wrap=True))
+    return Group(*parts)
+
+
+class ExportScreen(Screen[list[str]]):
+    BINDINGS = [
+        Binding("w", "write", "Write files"),
+        Binding("c", "proceed", "Continue"),
+        Binding("escape", "proceed", "Continue", show=False),
+        Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
+    ]
+    DEFAULT_CSS = """
+    ExportScreen #left { width: 34; }
+    ExportScreen #formats { height: auto; border: round $primary-darken-2; }
+    ExportScreen #folder-label { padding: 1 1 0 1; }
+    ExportScreen #preview-box { width: 1fr; border: round $primary-darken-2; }
+    ExportScreen #export-status { height: auto; max-height: 6; padding: 0 1; }
+    """
+
+    def __init__(
+        self, formats: Sequence[tuple[str, str]], render: Render, write: Write, folder: str
+    ) -> None:
+        """``formats``: (name, title) in order; every one is chosen at first."""
+        super().__init__()
+        self.formats = list(formats)
+        self.render_format = render
+        self.write_files = write
+        self.folder = folder
+        self.written: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="left"):
+                yield SelectionList[str](
+                    *((title, name, True) for name, title in self.formats), id="formats"
+                )
+                yield Static("Folder to write to:", id="folder-label")
+                yield Input(self.folder, id="folder")
+            with VerticalScroll(id="preview-box"):
+                yield Static("", id="preview")
+        yield Static(
+            Text("space: choose a format · arrows: preview it · w (or enter in the folder): write"),
+            id="export-status",
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show(self.formats[0][0])
+
+    def show(self, name: str) -> None:
+        try:
+            shown: RenderableType = preview(self.render_format(name))
+        except ExportError as error:
+            shown = Text(f"{name} cannot be made for this plan: {error}", style="yellow")
+        self.query_one("#preview", Static).update(shown)
+        self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
+
+    @on(SelectionList.SelectionHighlighted, "#formats")
+    def highlighted(self, event: SelectionList.SelectionHighlighted[str]) -> None:
+        self.show(event.selection.value)
+
+    @on(Input.Submitted, "#folder")
+    def folder_given(self) -> None:
+        """Enter in the folder field writes, as w does elsewhere (w types a letter there)."""
+        self.action_write()
+
+    def status(self, text: Text) -> None:
+        self.query_one("#export-status", Static).update(text)
+
+    def action_write(self) -> None:
+        chosen = self.query_one("#formats", SelectionList).selected
+        folder = self.query_one("#folder", Input).value.strip()
+        if not chosen:
+            self.status(Text("Choose at least one format (space).", style="yellow"))
+            return
+        if not folder or "\0" in folder or "\n" in folder:
+            self.status(Text("Give the folder to write to.", style="yellow"))
+            return
+        files: list[ExportFile] = []
+        skipped = []
+        for name in (n for n, _ in self.formats if n in chosen):
+            try:
+                files += self.render_format(name)
+            except ExportError as error:
+                skipped.append(f"{name}: {error}")
+        try:
+            paths = self.write_files(Path(folder).expanduser(), files) if files else []
+        except OSError as error:
+            self.status(Text(f"Cannot write to {folder}: {error.strerror}", style="bold red"))
+            return
+        self.written = [str(p) for p in paths]
+        lines = Text(f"Wrote {len(paths)} file(s) to {folder}:\n", style="bold green")
+        lines.append("\n".join(f"  {p}" for p in self.written))
+        for line in skipped:
+            lines.append(f"\nnot written: {line}", style="yellow")
+        self.status(lines)
+        self.query_one("#formats", SelectionList).focus()  # so c continues, not types a "c"
+
+    def action_proceed(self) -> None:
+        self.dismiss(self.written)

@@ -1,0 +1,60 @@
+"""Export sources for the built-in profiles: the plan the wizard would make there, as reviewed."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from gpuwizard.export.source import ExportSource
+from gpuwizard.planner import Options, plan_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.target import target_from_facts
+from tests.conftest import facts_of
+
+PROFILES = (
+    "a100x4-ubuntu2004-fresh",
+    "h100x8-ubuntu2204-fresh",
+    "t4-debian12-fresh",
+    "l40sx4-rocky9-fresh",
+    "rtx5090-ubuntu2404-secureboot",
+    "v100x4-ubuntu2204-driver535",
+    "h200-ubuntu2404-driver570",
+    "a100x8-ubuntu2204-neglected",
+    "wsl2-ubuntu2204-rtx4090",
+)
+"""Every recorded host with an NVIDIA GPU (tests/export/test_formats.py checks that): their
+exports are kept as golden files and linted, fresh, driver-present, neglected and WSL alike."""
+NO_GPU = ("nogpu-ubuntu2204",)
+"""Recorded hosts with nothing to export."""
+
+
+DEFAULT_OPTIONS, NO_PINS = Options(), Choices()
+GOLDEN = Path(__file__).with_name("golden")
+
+
+def check_golden(case: str, name: str, actual: str) -> None:
+    """``actual`` equals ``golden/<case>/<name>``; GPUWIZARD_UPDATE_GOLDEN=1 rewrites it first
+    (review the diff before committing)."""
+    golden = GOLDEN / case / name
+    if os.environ.get("GPUWIZARD_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(actual, encoding="utf-8")
+    assert actual == golden.read_text(encoding="utf-8"), (
+        f"{golden} differs: review, then regenerate"
+    )
+
+
+@functools.cache
+def source_for(
+    profile: str, options: Options = DEFAULT_OPTIONS, choices: Choices = NO_PINS
+) -> ExportSource:
+    """The plan the wizard makes on this profile with these options, as an export source."""
+    facts = facts_of(profile)
+    table = load_table()
+    recommendation = recommend(table, target_from_facts(facts, table), choices)
+    assert isinstance(recommendation, Recommendation), f"{profile}: {recommendation}"
+    selection, plan = plan_for(facts, recommendation, options, table)
+    return ExportSource(plan, selection, facts, version="0.1.0")

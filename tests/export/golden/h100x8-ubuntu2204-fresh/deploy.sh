@@ -1,0 +1,640 @@
+#!/usr/bin/env bash
+# deploy.sh: set up this server for PyTorch the way gpuwizard planned it.
+#
+# Made by gpuwizard 0.1.0 from its plan for: 8x H100 SXM5 80GB, Ubuntu 22.04.5 LTS
+#   driver: install R580 (open)
+#   pytorch: torch 2.14.1 (cu130), torchvision 0.29.1
+#   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.10, system)
+#   status: ok
+# Steps (8):
+#    1. Disable the nouveau driver
+#    2. Install the NVIDIA driver
+#    3. Install NVIDIA Fabric Manager (NVSwitch)
+#    4. Enable persistence mode (nvidia-persistenced)
+#    5. Reboot (reboot)
+#    6. Create the Python environment /opt/gpuwizard/envs/pytorch
+#    7. Install PyTorch 2.14.1 (cu130)
+#    8. Verify PyTorch on every GPU
+#
+# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]
+#   It runs the plan's steps in order: the same commands, with the same environment, as
+#   gpuwizard's own run. A finished step leaves a marker in
+#   /var/lib/gpuwizard/deploy/ and is skipped when the script runs again; delete that
+#   folder to start over. When the machine must reboot, the script stops with exit status 10:
+#   reboot, run it again, and it continues where it stopped. With --reboot (or
+#   GPUWIZARD_REBOOT=1) it reboots by itself. With --install-resume-unit, the first reboot
+#   installs gpuwizard-deploy.service, which runs it again after each boot until every step is
+#   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.
+#   Steps that had nothing to do on the machine above are left out (see the comments
+#   below): run this on the same kind of machine, made from the same image.
+# GPUWIZARD_ROOT and GPUWIZARD_SHIM serve gpuwizard's tests and simulation: leave them unset.
+set -Eeuo pipefail
+
+readonly GW_STATE="${GPUWIZARD_ROOT:-}/var/lib/gpuwizard"
+readonly GW_MARKERS="$GW_STATE/deploy"
+readonly GW_UNIT=gpuwizard-deploy.service
+readonly GW_UNIT_FILE="${GPUWIZARD_ROOT:-}/etc/systemd/system/$GW_UNIT"
+readonly GW_INSTALLED_SCRIPT="$GW_STATE/deploy.sh"
+gw_reboot_now=0
+gw_resume_unit=0
+gw_step=''
+gw_backups=()
+
+gw_say() { printf '%s\n' "$@"; }
+gw_die() {
+  printf 'deploy.sh: %s\n' "$*" >&2
+  exit 1
+}
+
+gw_usage() {
+  gw_say "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]" \
+    "  --reboot               reboot by itself when a step needs it (or GPUWIZARD_REBOOT=1)" \
+    "  --install-resume-unit  run again after each boot ($GW_UNIT) until every step is done" \
+    "exit status: 0 done, 10 reboot needed (then run it again), anything else: a step failed"
+}
+
+gw_on_error() {
+  local status=$? line=$1
+  trap - ERR
+  gw_restore_backups
+  printf 'deploy.sh: step %s failed (exit status %s, line %s). ' "${gw_step:-(none)}" "$status" "$line" >&2
+  printf 'Fix the cause and run deploy.sh again: finished steps are skipped.\n' >&2
+  exit "$status"
+}
+trap 'gw_on_error $LINENO' ERR
+
+gw_parse_args() {
+  while (($#)); do
+    case $1 in
+      --reboot) gw_reboot_now=1 ;;
+      --install-resume-unit) gw_resume_unit=1 ;;
+      -h | --help)
+        gw_usage
+        exit 0
+        ;;
+      *) gw_die "unknown option: $1 (see --help)" ;;
+    esac
+    shift
+  done
+  if [[ ${GPUWIZARD_REBOOT:-} == 1 ]]; then gw_reboot_now=1; fi
+}
+
+gw_start() {
+  gw_parse_args "$@"
+  if [[ $EUID -ne 0 && -z ${GPUWIZARD_SHIM:-} ]]; then
+    gw_die "run me as root: sudo bash $0"
+  fi
+  mkdir -p -- "$GW_MARKERS"
+  chmod 0700 -- "$GW_MARKERS"
+  exec 9>>"$GW_MARKERS/.lock"
+  flock -n 9 || gw_die "another deploy.sh is at work on this machine; let it finish first"
+}
+
+gw_boot_id() {
+  local file="${GPUWIZARD_ROOT:-}/proc/sys/kernel/random/boot_id" id=''
+  if [[ -r $file ]]; then read -r id <"$file" || true; fi
+  printf '%s\n' "$id"
+}
+
+gw_marker() { printf '%s/%s.done' "$GW_MARKERS" "$1"; }
+gw_is_done() { [[ -e $(gw_marker "$1") ]]; }
+
+# gw_done ID: the step's every action succeeded; the marker holds the boot_id it finished in.
+gw_done() {
+  local tmp
+  tmp=$(mktemp -- "$GW_MARKERS/.gpuwizard-tmp.XXXXXX")
+  gw_boot_id >"$tmp"
+  mv -f -- "$tmp" "$(gw_marker "$1")"
+}
+
+# gw_begin N ID TITLE: announce a step; fails (so it is skipped) when an earlier run finished it.
+gw_begin() {
+  gw_step=$2
+  gw_backups=()
+  if gw_is_done "$2"; then
+    gw_say "==> [$1/$GW_TOTAL] $3: skip (done before)"
+    return 1
+  fi
+  gw_say "==> [$1/$GW_TOTAL] $3"
+}
+
+# gw_begin_reboot N ID TITLE: a reboot step is done only once the boot_id differs from the one
+# its marker holds; the same boot_id means the reboot has not happened yet, so it is asked again.
+gw_begin_reboot() {
+  local before now
+  gw_step=$2
+  if ! gw_is_done "$2"; then
+    gw_say "==> [$1/$GW_TOTAL] $3"
+    return 0
+  fi
+  before=$(<"$(gw_marker "$2")")
+  now=$(gw_boot_id)
+  if [[ -z $now || $before != "$now" ]]; then
+    gw_say "==> [$1/$GW_TOTAL] $3: skip (done before)"
+    return 1
+  fi
+  gw_say "==> [$1/$GW_TOTAL] $3: the machine has not rebooted since this step asked for it"
+}
+
+gw_show() {
+  local arg
+  local -a shown=()
+  for arg in "$@"; do
+    if [[ $arg == *$'\n'* ]]; then shown+=('<script>'); else shown+=("$arg"); fi
+  done
+  gw_say "    \$ ${shown[*]}"
+}
+
+# gw_run [--ok 'CODES'] [--stdin] [--retry] [NAME=VALUE...] -- PROGRAM [ARG...]: one planned
+# command, with exactly its own environment added; it succeeds when its exit status is one of
+# CODES (default 0). Its stdin is /dev/null unless --stdin: a prompt nobody foresaw fails the step
+# instead of hanging. --retry (apt-get update, which another apt's lists lock can fail) tries again
+# after 2, 4, 8, 16 and 32 s, as the runner does.
+gw_run() {
+  local ok=0 stdin=/dev/null retries=0 attempt=0 status assignment
+  local -a assignments=()
+  while [[ $1 != -- ]]; do
+    case $1 in
+      --ok)
+        ok=$2
+        shift
+        ;;
+      --stdin) stdin=/dev/stdin ;;
+      --retry) retries=5 ;;
+      *) assignments+=("$1") ;;
+    esac
+    shift
+  done
+  shift
+  gw_show "$@"
+  while true; do
+    status=0
+    (
+      trap - ERR
+      for assignment in "${assignments[@]}"; do export "${assignment?}"; done
+      exec -- ${GPUWIZARD_SHIM:+"$GPUWIZARD_SHIM"} "$@"
+    ) <"$stdin" || status=$?
+    if [[ " $ok " == *" $status "* ]]; then return 0; fi
+    if ((attempt >= retries)); then return "$status"; fi
+    attempt=$((attempt + 1))
+    gw_say "    exit status $status; trying again in $((2 ** attempt)) s ($attempt of $retries)"
+    sleep $((2 ** attempt))
+  done
+}
+
+# gw_replies REPLY...: the answers to a command's prompts, one line each, in the plan's order.
+gw_replies() { printf '%s\n' "$@"; }
+
+# gw_read_secret VAR ENVNAME PROMPT: a secret from the environment, else typed twice on the
+# terminal. It stays in this shell's memory: never in a file, an argument or the environment.
+gw_read_secret() {
+  local value again
+  if [[ -n ${!2:-} ]]; then
+    printf -v "$1" '%s' "${!2}"
+    return 0
+  fi
+  if ! { true </dev/tty; } 2>/dev/null; then
+    gw_die "$3: there is no terminal to ask on; set $2 in the environment instead"
+  fi
+  read -rs -p "$3: " value </dev/tty
+  printf '\n' >&2
+  read -rs -p "Again, to be sure: " again </dev/tty
+  printf '\n' >&2
+  [[ -n $value && $value == "$again" ]] || gw_die "$3: the two entries differ or are empty; run again"
+  printf -v "$1" '%s' "$value"
+}
+
+# gw_write PATH MODE [--trim-newline] [--backup] <CONTENT: write a whole file atomically (a temp
+# file beside it, then mv) with its mode; --trim-newline drops the newline a here-document ends with.
+gw_write() {
+  local path=$1 mode=$2 trim=0 backup=0 folder tmp
+  shift 2
+  while (($#)); do
+    case $1 in
+      --trim-newline) trim=1 ;;
+      --backup) backup=1 ;;
+      *) gw_die "gw_write: unknown option $1" ;;
+    esac
+    shift
+  done
+  folder=$(dirname -- "$path")
+  mkdir -p -- "$folder"
+  tmp=$(mktemp -- "$folder/.gpuwizard-tmp.XXXXXX")
+  cat >"$tmp"
+  if ((trim)); then truncate -s -1 -- "$tmp"; fi
+  chmod -- "$mode" "$tmp"
+  if ((backup)); then gw_back_up "$path" "$tmp"; fi
+  mv -f -- "$tmp" "$path"
+  gw_say "    wrote ${path#"${GPUWIZARD_ROOT:-}"} (mode $mode)"
+}
+
+# Keep the previous file as PATH.gpuwizard-bak, as the wizard does, and put it back if the step
+# fails (gw_on_error); a file that did not exist before is removed again.
+gw_back_up() {
+  local path=$1 new=$2
+  if [[ ! -e $path ]]; then
+    gw_backups+=("$path|")
+  elif ! cmp -s -- "$path" "$new"; then
+    cp -p -- "$path" "$path.gpuwizard-bak"
+    gw_backups+=("$path|$path.gpuwizard-bak")
+  elif [[ -e $path.gpuwizard-bak ]]; then
+    gw_backups+=("$path|$path.gpuwizard-bak")
+  fi
+}
+
+gw_restore_backups() {
+  local entry
+  for entry in "${gw_backups[@]}"; do
+    if [[ -n ${entry#*|} ]]; then
+      cp -p -- "${entry#*|}" "${entry%%|*}"
+    else
+      rm -f -- "${entry%%|*}"
+    fi
+    gw_say "    restored ${entry%%|*}" >&2
+  done
+}
+
+# gw_fetch URL DEST [--sha256 HEX | --sha256-url URL] [--member NAME] [--dearmor]: what
+# gpuwizard-fetch does, with curl and sha256sum: download to DEST.part, check the digest (a
+# mismatch deletes the file and fails the step), optionally take one file out of a wheel or
+# dearmor an OpenPGP key, and only then move it into place.
+gw_fetch() {
+  local url=$1 dest=$2 sha256='' sha256_url='' member='' dearmor=0 part got mode=0644
+  shift 2
+  while (($#)); do
+    case $1 in
+      --sha256) sha256=$2; shift ;;
+      --sha256-url) sha256_url=$2; shift ;;
+      --member) member=$2; shift ;;
+      --dearmor) dearmor=1 ;;
+      *) gw_die "gw_fetch: unknown option $1" ;;
+    esac
+    shift
+  done
+  if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
+  gw_say "    fetching $url"
+  mkdir -p -- "$(dirname -- "$dest")"
+  part="$dest.part"
+  curl -fsSL --retry 3 -o "$part" --url "$url"
+  if [[ -n $sha256_url ]]; then
+    sha256=$(curl -fsSL --retry 3 --url "$sha256_url")
+    sha256=${sha256%%[[:space:]]*}
+  fi
+  if [[ -n $sha256 ]]; then
+    got=$(sha256sum <"$part")
+    got=${got%%[[:space:]]*}
+    if [[ ${got,,} != "${sha256,,}" ]]; then
+      rm -f -- "$part"
+      gw_die "SHA-256 mismatch for $url: got $got, expected $sha256; the file was deleted and not used"
+    fi
+  fi
+  if [[ -n $member ]]; then
+    python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$part" "$member" >"$part.member"
+    mv -f -- "$part.member" "$part"
+    mode=0755
+  fi
+  if ((dearmor)) && grep -q -e '^-----BEGIN PGP PUBLIC KEY BLOCK-----' -- "$part"; then
+    awk '/^-----BEGIN PGP PUBLIC KEY BLOCK-----/ { body = 1; next }
+      body && /^(-----END|=)/ { exit }
+      body && NF && !/:/ { print }' "$part" | base64 -d >"$part.key"
+    mv -f -- "$part.key" "$part"
+  fi
+  chmod -- "$mode" "$part"
+  mv -f -- "$part" "$dest"
+  gw_say "    saved ${dest#"${GPUWIZARD_ROOT:-}"}${sha256:+ (SHA-256 verified)}"
+}
+
+# gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
+# index in PIP_INDEX_URL (PyPI's by default), picked as gpuwizard-fetch picks it.
+gw_pypi_wheel() {
+  local name=${1%%==*} version=${1#*==} index=${PIP_INDEX_URL:-https://pypi.org/simple} listing url
+  listing=$(curl -fsSL --retry 3 -H 'Accept: application/vnd.pypi.simple.v1+json' --url "${index%/}/$name/")
+  url=$(grep -o -e '"url": *"[^"]*"' <<<"$listing" | awk -v want="/$name-$version-" \
+    -v tag="manylinux_2_17_$(uname -m)" '{ sub(/^"url": *"/, ""); sub(/"$/, "") }
+    !found && index($0, want) && index($0, tag) { found = 1; print }') || true
+  [[ -n $url ]] || gw_die "the index has no manylinux_2_17_$(uname -m) wheel of $name $version"
+  printf '%s\n' "$url"
+}
+
+gw_after_reboot() {
+  if [[ -e $GW_UNIT_FILE ]]; then
+    printf '%s\n' "$GW_UNIT continues after the boot"
+  else
+    printf '%s\n' "run this script again: it continues where it stopped"
+  fi
+}
+
+# gw_reboot ID [NAME=VALUE...] -- COMMAND...: mark the step with this boot's id, then reboot (with
+# --reboot) or ask for one; either way exit 10, since the steps after it need the new boot.
+gw_reboot() {
+  local id=$1
+  shift
+  gw_done "$id"
+  if ((gw_resume_unit)); then gw_install_resume_unit; fi
+  if ((gw_reboot_now)); then
+    gw_say "==> rebooting; $(gw_after_reboot)"
+    gw_run "$@"
+    exit 10
+  fi
+  gw_say "==> reboot needed: reboot now (sudo reboot), then $(gw_after_reboot)"
+  exit 10
+}
+
+# The resume unit runs the installed copy of this script at every boot until it is done; it is
+# installed when the first reboot comes. It is Type=simple, not oneshot: a oneshot would hold up
+# multi-user.target (and cloud-final.service, ordered after it on Ubuntu) for the whole install.
+gw_install_resume_unit() {
+  local flags=''
+  if ((gw_reboot_now)); then flags=' --reboot'; fi
+  if [[ ! $0 -ef $GW_INSTALLED_SCRIPT ]]; then
+    [[ -f $0 ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
+    cp -- "$0" "$GW_INSTALLED_SCRIPT.tmp"
+    chmod 0700 -- "$GW_INSTALLED_SCRIPT.tmp"
+    mv -f -- "$GW_INSTALLED_SCRIPT.tmp" "$GW_INSTALLED_SCRIPT"
+  fi
+  gw_write "$GW_UNIT_FILE" 0644 <<GPUWIZARD_UNIT
+[Unit]
+Description=gpuwizard deploy.sh: continue setting up this GPU server after a boot
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=/bin/bash /var/lib/gpuwizard/deploy.sh$flags
+SuccessExitStatus=10
+StandardOutput=journal+console
+StandardError=journal+console
+
+[Install]
+WantedBy=multi-user.target
+GPUWIZARD_UNIT
+  systemctl daemon-reload
+  systemctl enable "$GW_UNIT"
+}
+
+gw_remove_resume_unit() {
+  if [[ -e $GW_UNIT_FILE ]]; then
+    systemctl disable "$GW_UNIT"
+    rm -f -- "$GW_UNIT_FILE"
+    systemctl daemon-reload
+    gw_say "    removed $GW_UNIT: nothing is left to resume"
+  fi
+}
+
+# gw_finish MESSAGE...: every step is done.
+gw_finish() {
+  gw_step=''
+  gw_remove_resume_unit
+  gw_say "==> done: $1" "${@:2}"
+}
+
+readonly GW_TOTAL=8
+gw_start "$@"
+
+# --- wait-cloud-init: Wait for cloud-init to finish: nothing to do on the machine this was planned on
+
+# --- repair-dpkg: Repair an interrupted package database: nothing to do on the machine this was planned on
+
+# --- upgrade-kernel: Apply the pending kernel update: nothing to do on the machine this was planned on
+
+# --- reboot-kernel: Reboot into the updated kernel: nothing to do on the machine this was planned on
+
+# --- install-headers: Install kernel headers: nothing to do on the machine this was planned on
+
+# --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
+
+# --- 1. blacklist-nouveau: Disable the nouveau driver
+# nouveau, the open-source driver, claims NVIDIA GPUs at boot and blocks the NVIDIA driver. The
+# blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
+# next boot.
+if gw_begin 1 blacklist-nouveau 'Disable the nouveau driver'; then
+  gw_write "${GPUWIZARD_ROOT:-}"/etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
+# Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
+blacklist nouveau
+options nouveau modeset=0
+GPUWIZARD_EOF
+  gw_run -- update-initramfs -u -k all
+  gw_done blacklist-nouveau
+  gw_say '    takes effect at the next boot'
+fi
+
+# --- 2. install-nvidia-driver: Install the NVIDIA driver
+# Driver branch R580 with open kernel modules, from ubuntu-archive: it supports every GPU here and
+# runs the chosen PyTorch build.
+if gw_begin 2 install-nvidia-driver 'Install the NVIDIA driver'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install nvidia-driver-580-server-open nvidia-utils-580-server
+  gw_done install-nvidia-driver
+fi
+
+# --- 3. install-fabric-manager: Install NVIDIA Fabric Manager (NVSwitch)
+# This server's GPUs are connected through NVSwitches, which Fabric Manager sets up; without it CUDA
+# sees no usable GPU. It must match the driver version exactly.
+if gw_begin 3 install-fabric-manager 'Install NVIDIA Fabric Manager (NVSwitch)'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install nvidia-fabricmanager-580
+  gw_run -- systemctl enable nvidia-fabricmanager
+  gw_done install-fabric-manager
+fi
+
+# --- 4. enable-persistence: Enable persistence mode (nvidia-persistenced)
+# Keeps the driver loaded and the GPUs initialised between jobs, so each new process does not pay
+# seconds of start-up; NVIDIA recommends it on compute servers.
+if gw_begin 4 enable-persistence 'Enable persistence mode (nvidia-persistenced)'; then
+  gw_run -- systemctl enable nvidia-persistenced
+  gw_done enable-persistence
+fi
+
+# --- 5. reboot: Reboot
+# The new kernel modules load at boot: nouveau leaves, the NVIDIA driver arrives. After the reboot,
+# log in again and run gpuwizard: it checks everything again and continues.
+if gw_begin_reboot 5 reboot Reboot; then
+  gw_reboot reboot -- reboot
+fi
+
+# --- 6. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
+# An isolated Python 3.10 environment: PyTorch never mixes with the system's packages.
+if gw_begin 6 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+  gw_run -- /usr/bin/python3.10 -m venv --clear /opt/gpuwizard/envs/pytorch
+  gw_done create-env
+fi
+
+# --- 7. install-torch: Install PyTorch 2.14.1 (cu130)
+# torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu130: the build with
+# kernels for these GPUs that the driver runs.
+if gw_begin 7 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --upgrade pip
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
+      https://download.pytorch.org/whl/cu130 torch==2.14.1 torchvision==0.29.1
+  gw_done install-torch
+fi
+
+# --- 8. verify-torch: Verify PyTorch on every GPU
+# Checks what really matters, in the environment just built: CUDA is available, every GPU is seen
+# and has kernels in this build, a matmul and an AMP training step run on each, and torchvision's
+# compiled ops load. A failure names its cause.
+if gw_begin 8 verify-torch 'Verify PyTorch on every GPU'; then
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -c \
+      '"""Verify PyTorch in the environment it runs in; write a JSON report; exit 1 on any problem.
+
+Standalone: the target environment has torch and torchvision but not gpuwizard, so this file
+imports only the standard library, torch and torchvision (inside main). argv: report path,
+expected GPU count, environment path. Every problem names its likely cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+
+
+def covered(major: int, minor: int, arch_list: list[str]) -> bool:
+    """A build serves sm_XY if it has sm_XZ with Z <= Y (same major): the cubin rule."""
+    tags = [a for a in arch_list if a.startswith("sm_") and a[3:].isdigit()]
+    return any(int(t[3:-1]) == major and int(t[-1]) <= minor for t in tags)
+
+
+def train_step(torch: Any, device: Any) -> None:
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 30 * 30, 10),
+    )
+    model = model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = (
+        torch.amp.GradScaler("cuda")
+        if hasattr(torch.amp, "GradScaler")
+        else torch.cuda.amp.GradScaler()
+    )
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(torch.randn(8, 3, 32, 32, device=device)).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+
+def check_gpu(
+    torch: Any, index: int, arch_list: list[str], devices: list[str], problems: list[str]
+) -> None:
+    name = torch.cuda.get_device_name(index)
+    major, minor = torch.cuda.get_device_capability(index)
+    devices.append(f"{index}: {name} (sm_{major}{minor})")
+    if not covered(major, minor, arch_list):
+        shipped = " ".join(arch_list)
+        problems.append(
+            f"{name} is sm_{major}{minor} but this torch build has kernels for {shipped} only: "
+            f"install a build with sm_{major}{minor}"
+        )
+        return
+    device = torch.device("cuda", index)
+    a = torch.randn(1024, 1024, device=device)
+    if not torch.allclose(a @ torch.eye(1024, device=device), a, atol=1e-3):
+        problems.append(f"matmul on GPU {index} gave wrong results")
+    train_step(torch, device)
+    torch.cuda.synchronize(device)
+
+
+def check_torchvision(torch: Any, problems: list[str]) -> None:
+    try:
+        import torchvision
+
+        boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 11.0, 11.0]], device="cuda")
+        torchvision.ops.nms(boxes, torch.tensor([0.9, 0.8], device="cuda"), 0.5)
+    except Exception as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        problems.append(
+            f"torchvision'"'"'s compiled ops fail ({first}): torch and torchvision do not match"
+        )
+
+
+def check(expected: int) -> tuple[str, list[str], list[str]]:
+    devices: list[str] = []
+    problems: list[str] = []
+    import torch
+
+    version = str(torch.__version__).split("+")[0]
+    if not torch.cuda.is_available():
+        cuda = torch.version.cuda
+        problems.append(
+            f"torch.cuda.is_available() is False (torch built for CUDA {cuda}): "
+            "the driver is not loaded, or it is older than this build needs"
+        )
+        return version, devices, problems
+    count = torch.cuda.device_count()
+    if count != expected:
+        problems.append(
+            f"torch sees {count} GPU(s), the host has {expected}: CUDA_VISIBLE_DEVICES, or a GPU fallen off the bus"
+        )
+    arch_list = list(torch.cuda.get_arch_list())
+    for index in range(count):
+        check_gpu(torch, index, arch_list, devices, problems)
+    check_torchvision(torch, problems)
+    return version, devices, problems
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    """Atomically: readers see the old report or the new one, never half of one."""
+    directory = Path(path).parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".verify.")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(report, handle, indent=2)
+        handle.flush()
+        os.fsync(handle.fileno())
+    Path(tmp).replace(path)
+
+
+def main(argv: list[str]) -> int:
+    report_path, expected, env = argv[0], int(argv[1]), argv[2]
+    try:
+        version, devices, problems = check(expected)
+    except Exception as error:
+        version, devices = "not installed", []
+        problems = [f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else '"'"''"'"'}"]
+    report = {
+        "env": env,
+        "torch": version,
+        "boot_id": boot_id(),
+        "ok": not problems,
+        "devices": devices,
+        "problems": problems,
+    }
+    write_report(report_path, report)
+    lines = devices + (
+        [f"PROBLEM: {p}" for p in problems]
+        if problems
+        else [f"verified: torch {version} on {len(devices)} GPU(s)"]
+    )
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+' /var/lib/gpuwizard/verify.json 8 /opt/gpuwizard/envs/pytorch
+  gw_done verify-torch
+fi
+
+gw_finish 'every step of the plan is finished'

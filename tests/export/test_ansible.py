@@ -1,0 +1,431 @@
+"""The Ansible export: golden playbooks, syntax-check and ansible-lint, the module mapping,
+secrets, and hostile values that must come back exactly.
+
+Regenerate the golden files on purpose, after reviewing the change, with
+``GPUWIZARD_UPDATE_GOLDEN=1 pytest tests/export/test_ansible.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwizard.export.ansible import render_ansible
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.plan import Run, StepPlan, WriteFile, secrets_in
+from gpuwizard.planner import Options, plan_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.steps import build_plan
+from tests.conftest import facts_of
+from tests.export.conftest import PROFILES, check_golden, source_for
+
+ALL_OPTIONS = Options(
+    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
+)
+MOK_CASE = "t4-debian12-secureboot-mok"
+
+
+def mok_source() -> ExportSource:
+    """Debian 12 with Secure Boot on and a DKMS-built driver: the plan asks for a MOK password."""
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
+    table = load_table()
+    recommendation = recommend(table, target_from_facts(facts, table), Choices())
+    assert isinstance(recommendation, Recommendation)
+    selection, plan = plan_for(facts, recommendation, Options(), table)
+    return ExportSource(plan, selection, facts, version="0.1.0")
+
+
+CASES: dict[str, Any] = {
+    **{p: lambda p=p: source_for(p) for p in PROFILES},
+    "a100x4-ubuntu2004-fresh-all-options": lambda: source_for(
+        "a100x4-ubuntu2004-fresh", ALL_OPTIONS
+    ),
+    MOK_CASE: mok_source,
+}
+"""Golden folder -> the source: every built-in profile, every option on, and a MOK secret."""
+
+
+def tool(name: str) -> str:
+    """A tool from the dev environment; skipped when absent, unless GPUWIZARD_CI is set."""
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        if os.environ.get("GPUWIZARD_CI"):
+            pytest.fail(f"{name} is missing and GPUWIZARD_CI is set: install the test extra")
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' provides it)")
+    return found
+
+
+class AnsibleLoader(yaml.SafeLoader):
+    """SafeLoader that also reads Ansible's ``!unsafe`` tag, as plain text."""
+
+
+AnsibleLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+def play_of(text: str) -> dict[str, Any]:
+    plays = yaml.load(text, Loader=AnsibleLoader)  # a SafeLoader subclass
+    assert isinstance(plays, list) and len(plays) == 1
+    play: dict[str, Any] = plays[0]
+    return play
+
+
+def tasks_of(text: str) -> list[dict[str, Any]]:
+    tasks: list[dict[str, Any]] = play_of(text)["tasks"]
+    return tasks
+
+
+def module_of(task: dict[str, Any]) -> str:
+    modules = [k for k in task if k.startswith("ansible.")]
+    assert len(modules) == 1, task
+    return modules[0]
+
+
+def write_cases(tmp_path: Path) -> list[Path]:
+    files = []
+    for case, make in CASES.items():
+        file = tmp_path / f"{case}.yml"
+        file.write_text(render_ansible(make()), encoding="utf-8")
+        files.append(file)
+    return files
+
+
+# --------------------------------------------------------------------------- golden
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_playbook_matches_its_golden_file(case: str) -> None:
+    check_golden(case, "playbook.yml", render_ansible(CASES[case]()))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_playbook_loads_with_safe_load_as_one_play_for_the_group(case: str) -> None:
+    play = yaml.safe_load(render_ansible(CASES[case]()))[0]
+    assert play["hosts"] == "{{ gpuwizard_hosts | default('gpu_servers') }}"
+    assert play["become"] is True
+    assert play["vars"]["gpuwizard_plan_summary"] == list(CASES[case]().plan.summary)
+    assert all(module_of(t).startswith("ansible.builtin.") for t in play["tasks"])
+
+
+def test_every_golden_playbook_passes_syntax_check(tmp_path: Path) -> None:
+    binary = tool("ansible-playbook")
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text(
+        "[gpu_servers]\ngpu-1 ansible_host=192.0.2.1\ngpu-2 ansible_host=192.0.2.2\n"
+    )
+    result = subprocess.run(
+        [binary, "--syntax-check", "-i", str(inventory), *map(str, write_cases(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_every_golden_playbook_passes_ansible_lint_production(tmp_path: Path) -> None:
+    """One ansible-lint run over all of them: it takes seconds to start."""
+    binary = tool("ansible-lint")
+    files = write_cases(tmp_path)
+    config = tmp_path / ".ansible-lint"
+    config.write_text("profile: production\noffline: true\n")  # nothing skipped, nothing warned
+    result = subprocess.run(
+        [binary, "--nocolor", "-c", str(config), *(f.name for f in files)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"), "NO_COLOR": "1"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Profile 'production' was required, and it passed" in result.stderr + result.stdout
+
+
+# ------------------------------------------------------------------------- mapping
+
+
+def test_every_action_becomes_at_least_one_task() -> None:
+    source = CASES["a100x4-ubuntu2004-fresh-all-options"]()
+    actions = sum(len(s.actions) for s in source.plan.steps)
+    assert len(tasks_of(render_ansible(source))) >= actions
+
+
+def test_package_tools_map_to_modules_never_to_commands() -> None:
+    for case in ("a100x4-ubuntu2004-fresh-all-options", "l40sx4-rocky9-fresh", MOK_CASE):
+        for task in tasks_of(render_ansible(CASES[case]())):
+            if module_of(task) == "ansible.builtin.command":
+                program = Path(task["ansible.builtin.command"]["argv"][0]).name
+                assert program not in (
+                    "apt-get",
+                    "apt-key",
+                    "dpkg",
+                    "apt-mark",
+                    "systemctl",
+                    "reboot",
+                    "curl",
+                )
+                assert "creates" in task["ansible.builtin.command"] or task["changed_when"] is True
+
+
+def test_pins_are_the_plans() -> None:
+    tasks = tasks_of(render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]()))
+    pip = [t["ansible.builtin.pip"] for t in tasks if module_of(t) == "ansible.builtin.pip"]
+    assert pip == [
+        {
+            "name": ["torch==2.14.1", "torchvision==0.29.1"],
+            "state": "present",
+            "virtualenv": "/opt/gpuwizard/envs/pytorch",
+            "extra_args": "--index-url https://download.pytorch.org/whl/cu126",
+        }
+    ]
+    apt = [
+        t
+        for t in tasks
+        if module_of(t) == "ansible.builtin.apt" and "name" in t["ansible.builtin.apt"]
+    ]
+    driver = next(t for t in apt if "nvidia-driver-550-server" in t["ansible.builtin.apt"]["name"])
+    assert driver["ansible.builtin.apt"]["dpkg_options"] == "force-confdef,force-confold"
+    assert driver["environment"]["DEBIAN_FRONTEND"] == "noninteractive"
+    holds = [
+        t["ansible.builtin.dpkg_selections"]
+        for t in tasks
+        if module_of(t) == "ansible.builtin.dpkg_selections"
+    ]
+    assert {h["name"] for h in holds} == {"nvidia-driver-550-server", "nvidia-utils-550-server"}
+    uv = next(
+        t["ansible.builtin.get_url"]
+        for t in tasks
+        if "pypi" in str(t.get("ansible.builtin.get_url", {}).get("url", ""))
+    )
+    assert uv["checksum"].startswith("sha256:d7f459fe")
+
+
+def test_keys_come_through_get_url_and_never_apt_key() -> None:
+    text = render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]())
+    assert "apt-key" not in text
+    tasks = tasks_of(text)
+    urls = [
+        t["ansible.builtin.get_url"]["url"]
+        for t in tasks
+        if module_of(t) == "ansible.builtin.get_url"
+    ]
+    assert "https://nvidia.github.io/libnvidia-container/gpgkey" in urls
+    dearmor = next(
+        t
+        for t in tasks
+        if module_of(t) == "ansible.builtin.command"
+        and "--dearmor" in t["ansible.builtin.command"]["argv"]
+    )
+    assert (
+        dearmor["ansible.builtin.command"]["creates"]
+        == "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+    )
+
+
+def test_nouveau_blacklist_is_a_copy_and_reboots_are_the_reboot_module() -> None:
+    tasks = tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh")))
+    copy = next(t["ansible.builtin.copy"] for t in tasks if module_of(t) == "ansible.builtin.copy")
+    assert copy["dest"] == "/etc/modprobe.d/gpuwizard-blacklist-nouveau.conf"
+    assert copy["mode"] == "0644" and "blacklist nouveau\n" in copy["content"]
+    assert sum(module_of(t) == "ansible.builtin.reboot" for t in tasks) == 1
+
+
+def test_rocky_uses_dnf_and_repo_files() -> None:
+    tasks = tasks_of(render_ansible(source_for("l40sx4-rocky9-fresh")))
+    dnf = [t["ansible.builtin.dnf"]["name"] for t in tasks if module_of(t) == "ansible.builtin.dnf"]
+    assert ["nvidia-open"] in dnf and ["python3.12"] in dnf
+    repo = next(
+        t["ansible.builtin.get_url"] for t in tasks if module_of(t) == "ansible.builtin.get_url"
+    )
+    assert repo["dest"] == "/etc/yum.repos.d/cuda-rhel9.repo"
+
+
+# -------------------------------------------------------------------------- secrets
+
+
+def test_the_mok_password_is_prompted_for_and_never_written() -> None:
+    source = CASES[MOK_CASE]()
+    (secret,) = secrets_in(source.plan)
+    text = render_ansible(source)
+    play = yaml.safe_load(text)[0]
+    (prompt,) = play["vars_prompt"]
+    assert prompt == {
+        "name": "mok_password",
+        "prompt": secret.prompt,
+        "private": True,
+        "confirm": True,
+        "unsafe": True,
+    }
+    expect = next(t for t in play["tasks"] if module_of(t) == "ansible.builtin.expect")
+    assert set(expect["ansible.builtin.expect"]["responses"].values()) == {"{{ mok_password }}"}
+    assert expect["no_log"] is True
+
+
+def test_a_secret_canary_never_reaches_the_playbook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever a password might sit (the environment the runner reads), the export ignores it."""
+    canary = "Pw-c4n4ry-'\"$(touch pwned)"
+    for name in ("MOK_PASSWORD", "GPUWIZARD_MOK_PASSWORD", "GPUWIZARD_SECRET_MOK_PASSWORD"):
+        monkeypatch.setenv(name, canary)
+    source = CASES[MOK_CASE]()
+    text = render_ansible(source)
+    assert canary not in text and "c4n4ry" not in text
+    play = yaml.safe_load(text)[0]
+    assert all("default" not in prompt for prompt in play["vars_prompt"])
+    secret_replies = [
+        reply
+        for task in play["tasks"]
+        if "ansible.builtin.expect" in task
+        for reply in task["ansible.builtin.expect"]["responses"].values()
+    ]
+    assert secret_replies == ["{{ mok_password }}"] * 2
+
+
+# --------------------------------------------------------------------- hostile values
+
+SPECIALS = ["'", '"', " ", "$(id)", "`id`", "\n", "\t", "é", "日本", "-rf", ": ", "#", "{", "}",
+            "*", "&", "!", "|", ">", "%", "@", "- ", "? ", "{{ lookup('pipe', 'id') }}", "{% raw %}",
+            "{#", "yes", "null", "~", "0o644", "1e3", "\\", "\x85", "\u2028", "\ufeff"]  # fmt: skip
+hostile = st.lists(
+    st.one_of(st.sampled_from(SPECIALS), st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"), max_size=6)),
+    min_size=1,
+    max_size=6,
+).map("".join)  # fmt: skip
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+hostile_path = hostile.map(lambda s: "/" + "".join("_" if c in LINE_BREAKS else c for c in s))
+
+
+def hostile_source(
+    argv: list[str], env_value: str, path: str, content: str, env_path: str
+) -> ExportSource:
+    """The h100 plan with a step whose every user-influenced value is the given one."""
+    source = source_for("h100x8-ubuntu2204-fresh")
+    step = StepPlan(
+        id="custom-step",
+        title="A step with hostile values",
+        why="property test",
+        actions=(
+            Run(("/usr/local/bin/tool", *argv), env={"GW_VALUE": env_value}, creates=path),
+            WriteFile(path, content, mode=0o600),
+        ),
+    )
+    selection = dataclasses.replace(
+        source.selection, env=dataclasses.replace(source.selection.env, path=env_path)
+    )
+    plan = build_plan(selection, source.facts, (content,))  # the environment's path in every step
+    plan = dataclasses.replace(plan, steps=(*plan.steps, step))
+    return dataclasses.replace(source, plan=plan, selection=selection)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    argv=st.lists(hostile, min_size=1, max_size=4),
+    env_value=hostile,
+    path=hostile_path,
+    content=hostile,
+    env_path=hostile_path,
+)
+def test_hostile_values_round_trip_exactly(
+    argv: list[str], env_value: str, path: str, content: str, env_path: str
+) -> None:
+    text = render_ansible(hostile_source(argv, env_value, path, content, env_path))
+    if not any(
+        m in v for v in (*argv, env_value, path, content, env_path) for m in ("{{", "{%", "{#")
+    ):
+        assert "!unsafe" not in text
+        play = yaml.safe_load(text)[0]
+    else:  # Jinja delimiters: tagged !unsafe, so Ansible takes them literally
+        assert "!unsafe" in text
+        play = play_of(text)
+    command, copy = play["tasks"][-2:]
+    assert command["ansible.builtin.command"] == {
+        "argv": ["/usr/local/bin/tool", *argv],
+        "creates": path,
+    }
+    assert command["environment"] == {"GW_VALUE": env_value}
+    assert copy["ansible.builtin.copy"] == {"dest": path, "content": content, "mode": "0600"}
+    assert play["vars"]["gpuwizard_plan_summary"] == [content]
+    pip = next(t["ansible.builtin.pip"] for t in play["tasks"] if "ansible.builtin.pip" in t)
+    assert pip["virtualenv"] == env_path
+    venv = next(
+        t["ansible.builtin.command"]
+        for t in play["tasks"]
+        if "venv" in t.get("ansible.builtin.command", {}).get("argv", [])
+    )
+    assert venv["creates"] == f"{env_path}/bin/python" and venv["argv"][-1] == env_path
+
+
+def test_other_ok_exit_codes_and_creates_reach_the_command_task() -> None:
+    source = hostile_source(["a"], "v", "/etc/x", "c", "/opt/env")
+    step = StepPlan(
+        id="wait",
+        title="Wait",
+        why="",
+        actions=(
+            Run(("cloud-init", "status", "--wait"), ok_codes=(0, 2)),
+            Run(("tool",), creates="/x"),
+        ),
+    )
+    plan = dataclasses.replace(source.plan, steps=(step,))
+    first, second = tasks_of(render_ansible(dataclasses.replace(source, plan=plan)))
+    assert first["register"] == "gpuwizard_command"
+    assert first["failed_when"] == "gpuwizard_command.rc not in [0, 2]"
+    assert first["changed_when"] is True
+    assert second["ansible.builtin.command"] == {"argv": ["tool"], "creates": "/x"}
+    assert "changed_when" not in second
+
+
+def test_jinja_in_a_value_is_tagged_unsafe() -> None:
+    text = render_ansible(
+        hostile_source(["{{ lookup('pipe', 'id') }}"], "v", "/etc/x", "c", "/opt/env")
+    )
+    assert "!unsafe '{{ lookup(''pipe'', ''id'') }}'" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "path", "env_path"),
+    [
+        pytest.param(["a"], "/etc/x\ny", "/opt/env", id="newline in a file path"),
+        pytest.param(["a"], "/etc/x\0y", "/opt/env", id="NUL in a file path"),
+        pytest.param(["a\0b"], "/etc/x", "/opt/env", id="NUL in an argument"),
+        pytest.param(["a"], "/etc/x", "/opt/env\r", id="carriage return in the environment path"),
+    ],
+)
+def test_nul_or_a_line_break_in_a_path_is_refused_in_one_line(
+    argv: list[str], path: str, env_path: str
+) -> None:
+    with pytest.raises(ExportError) as raised:
+        render_ansible(hostile_source(argv, "v", path, "c", env_path))
+    assert str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_playbook_full_of_hostile_values_passes_syntax_check(tmp_path: Path) -> None:
+    binary = tool("ansible-playbook")
+    nasty = "".join(s for s in SPECIALS if s not in LINE_BREAKS)
+    text = render_ansible(
+        hostile_source([nasty, "-" + nasty], nasty, "/" + nasty, nasty + "\n" + nasty, "/" + nasty)
+    )
+    playbook = tmp_path / "playbook.yml"
+    playbook.write_text(text, encoding="utf-8")
+    (tmp_path / "inventory.ini").write_text("[gpu_servers]\ngpu-1 ansible_host=192.0.2.1\n")
+    result = subprocess.run(
+        [binary, "--syntax-check", "-i", str(tmp_path / "inventory.ini"), str(playbook)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,120 @@
+"""answers.yaml: what it records, how strictly it loads, and when a replay is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwizard.export import answers as answers_module
+from gpuwizard.export.answers import AnswersError, load_answers, misfits, render_answers
+from gpuwizard.planner import Options
+from gpuwizard.recommend.result import Choices
+from tests.conftest import facts_of
+from tests.export.conftest import PROFILES, check_golden, source_for
+
+GOLDEN = Path(__file__).with_name("golden")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_answers_match_their_golden_file(profile: str) -> None:
+    check_golden(profile, "answers.yaml", render_answers(source_for(profile)))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_answers_round_trip_to_the_same_choices(profile: str) -> None:
+    source = source_for(profile)
+    loaded = load_answers(render_answers(source))
+    assert loaded.choices == source.choices
+    assert loaded.options == source.options
+    assert loaded.plan == source.plan.summary
+    assert loaded.made_on.architecture == source.facts.hardware.gpus[0].model.arch
+
+
+def test_every_option_is_written_out_and_every_version_is_a_quoted_string() -> None:
+    options = Options(env_kind="conda", env_name="train-1", docker=True, dcgm=True, nccl=True, hold_driver=True, needs_nvcc=True, cudnn=True)  # fmt: skip
+    text = render_answers(source_for("h100x8-ubuntu2204-fresh", options, Choices(needs_nvcc=True)))
+    data = yaml.safe_load(text)
+    assert set(data["options"]) == set(Options.__dataclass_fields__)
+    assert data["options"]["env_kind"] == "conda" and data["options"]["docker"] is True
+    assert '  torch: "2.14.1"' in text and '  variant: "cu130"' in text
+    assert text.startswith("# gpuwizard answers")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: "- 1\n", "expected a mapping of answers"),
+        (lambda t: t.replace("schema: 1", "schema: 9"), "schema 9 comes from a newer gpuwizard"),
+        (lambda t: t.replace("schema: 1", 'schema: "1"'), "schema: expected a whole number"),
+        (lambda t: t.replace('"2.14.1"', "2.141"), "choices.torch: expected a string, got the number 2.141 (quote it"),
+        (lambda t: t.replace('"2.14.1"', '"2.14.x"'), "choices.torch: '2.14.x' is not a version like 2.14.1"),
+        (lambda t: t.replace('"cu130"', '"rocm6.2"'), "choices.variant: 'rocm6.2' is not a CUDA build"),
+        (lambda t: t.replace('env_kind: "venv"', 'env_kind: "nix"'), "options.env_kind: expected one of 'venv', 'conda', got 'nix'"),
+        (lambda t: t.replace('env_name: "pytorch"', 'env_name: "x; rm -rf /"'), "options.env_name: environment name 'x; rm -rf /'"),
+        (lambda t: t.replace("  torch:", "  pytorch:"), "choices.pytorch: unknown field"),
+        (lambda t: t.replace("keep_driver: false", 'keep_driver: "no"'), "choices.keep_driver: expected true or false"),
+        (lambda t: t + "extra: &a [1]\n", "YAML anchors (&name) are not allowed"),
+        (lambda t: "a: [1]\nb: *x\n", "YAML aliases (*name) are not allowed"),
+        (lambda t: t + "options: [\n", "not valid YAML at line"),
+        (lambda t: "!!python/object/apply:os.system ['true']\n", "not valid YAML"),
+        (lambda t: "x: " + "a" * (1 << 20), "larger than 1 MiB"),
+    ],
+)  # fmt: skip
+def test_a_bad_or_hostile_file_is_one_line_naming_the_field(edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    text = edit(render_answers(source_for("h100x8-ubuntu2204-fresh")))
+    with pytest.raises(AnswersError) as raised:
+        load_answers(text)
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_an_older_schema_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain runs step by step; schema 1 is the first, so this stages a future bump."""
+    text = render_answers(source_for("t4-debian12-fresh"))
+
+    def from_zero(data: dict) -> dict:  # type: ignore[type-arg]
+        data = dict(data, schema=1)
+        data["choices"] = data.pop("pins")
+        return data
+
+    monkeypatch.setitem(answers_module.MIGRATIONS, 0, from_zero)
+    old = text.replace("schema: 1", "schema: 0").replace("choices:", "pins:")
+    assert load_answers(old) == load_answers(text)
+    with pytest.raises(AnswersError, match="schema -1 is too old"):
+        load_answers(text.replace("schema: 1", "schema: -1"))
+
+
+def test_the_same_kind_of_server_fits() -> None:
+    answers = load_answers(render_answers(source_for("h100x8-ubuntu2204-fresh")))
+    assert misfits(answers, facts_of("h100x8-ubuntu2204-fresh")) == []
+
+
+def test_another_architecture_or_an_older_os_does_not() -> None:
+    answers = load_answers(render_answers(source_for("h100x8-ubuntu2204-fresh")))
+    (gpu, os_) = misfits(answers, facts_of("a100x4-ubuntu2004-fresh"))
+    assert gpu == "they were made for Hopper GPUs (sm 9.0); this server has Ampere (sm 8.0)"
+    assert os_ == "they were made on ubuntu 22.04; this server runs the older 20.04"
+    (other_os,) = misfits(load_answers(render_answers(source_for("t4-debian12-fresh"))), facts_of("l40sx4-rocky9-fresh"))[1:]  # fmt: skip
+    assert other_os == "they were made on debian 12; this server runs rocky 9.6"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_any_text_in_a_string_field_loads_back_exactly_or_is_refused(value: str) -> None:
+    """Quotes, colons, #, newlines, non-ASCII: the writer quotes, the reader gives it back."""
+    source = source_for("h100x8-ubuntu2204-fresh")
+    text = render_answers(source)
+    data = yaml.safe_load(text)
+    data["made_on"]["gpu"] = value
+    dumped = yaml.dump(
+        data, Dumper=answers_module._QuotingDumper, sort_keys=False, allow_unicode=True
+    )
+    try:
+        loaded, refused = load_answers(dumped).made_on.gpu, ""
+    except AnswersError as error:  # only for text YAML cannot carry (some control characters)
+        loaded, refused = None, str(error)
+    assert loaded == value or (loaded is None and refused and "\n" not in refused)

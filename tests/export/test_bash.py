@@ -1,0 +1,504 @@
+"""deploy.sh (``render_bash``): golden files, bash and shellcheck, and the script's behaviour run
+for real against fake tools in a temporary root: markers and reruns, reboots, failures, files,
+downloads, secrets and the resume unit.
+
+Regenerate the golden files on purpose, after reviewing the change, with
+``GPUWIZARD_UPDATE_GOLDEN=1 pytest tests/export``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import fcntl
+import hashlib
+import io
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gpuwizard.export.bash import render_bash
+from gpuwizard.export.bash_words import ROOT
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.plan import Run, SecretRef, StepPlan, Target, WriteFile
+from gpuwizard.planner import Options, plan_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.runner.fetch import dearmor
+from tests.conftest import facts_of
+from tests.export.conftest import PROFILES, check_golden, source_for
+from tests.export.deploy_harness import Deploy, source_with
+
+SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
+ALL_OPTIONS = Options(
+    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
+)
+CANARY = "Pw-c4n4ry-'\"$(touch pwned)`touch pwned`\\-Ä密"
+
+
+def mok_source() -> ExportSource:
+    """Debian 12 with Secure Boot on and a DKMS-built driver: the plan asks for a MOK password."""
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
+    table = load_table()
+    recommendation = recommend(table, target_from_facts(facts, table), Choices())
+    assert isinstance(recommendation, Recommendation)
+    selection, plan = plan_for(facts, recommendation, Options(), table)
+    return ExportSource(plan, selection, facts, version="0.1.0")
+
+
+def cases() -> dict[str, ExportSource]:
+    found = {profile: source_for(profile) for profile in PROFILES}
+    found["a100x4-ubuntu2004-fresh-all-options"] = source_for(
+        "a100x4-ubuntu2004-fresh", ALL_OPTIONS
+    )
+    found["rtx5090-ubuntu2404-secureboot-all-options"] = source_for(
+        "rtx5090-ubuntu2404-secureboot", ALL_OPTIONS
+    )
+    found["t4-debian12-secureboot-mok"] = mok_source()
+    return found
+
+
+CASES = cases()
+
+
+# --------------------------------------------------------------------------- golden and lint
+@pytest.mark.parametrize("name", CASES)
+def test_deploy_sh_matches_its_golden_file(name):
+    check_golden(name, "deploy.sh", render_bash(CASES[name]))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_deploy_sh_is_valid_bash_and_shellcheck_clean(name, tmp_path):
+    script = tmp_path / "deploy.sh"
+    script.write_text(render_bash(CASES[name]), encoding="utf-8")
+    syntax = subprocess.run(
+        ["bash", "-n", str(script)], capture_output=True, text=True, check=False
+    )
+    assert syntax.returncode == 0, syntax.stderr
+    lint = subprocess.run(
+        [SHELLCHECK, "--severity=style", str(script)], capture_output=True, text=True, check=False
+    )
+    assert lint.returncode == 0, lint.stdout
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_deploy_sh_runs_every_planned_host_command_in_plan_order(name):
+    source = CASES[name]
+    script = render_bash(source)
+    assert script.startswith("#!/usr/bin/env bash\n")
+    assert "\nset -Eeuo pipefail\n" in script
+    header = script.split("\nset -Eeuo")[0]
+    assert source.machine in header
+    for line in source.plan.summary:
+        assert f"#   {line}\n" in header
+    position = script.index("gw_start")
+    for planned in source.plan.steps:
+        if Target.HOST not in planned.targets or not planned.actions:
+            position = script.index(f"# --- {planned.id}: ", position)
+            continue
+        for action in planned.actions:
+            words = (
+                [ROOT + shlex.quote(action.path)]
+                if isinstance(action, WriteFile)
+                else [shlex.quote(f"{k}={v}") for k, v in action.env.items()]
+                + [shlex.quote(word) for word in action.argv[1:]]
+            )
+            for word in words:
+                position = script.index(word, position) + len(word)
+            if planned.reboot:
+                break
+        assert script.index(f"gw_done {planned.id}\n" if not planned.reboot else "fi\n", position)
+    assert script.endswith("\ngw_finish 'every step of the plan is finished'\n")
+
+
+def test_the_mok_password_is_asked_for_by_name_and_never_part_of_the_script():
+    script = render_bash(mok_source())
+    assert "#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password" in script
+    assert "gw_read_secret gw_secret_mok_password GPUWIZARD_SECRET_MOK_PASSWORD" in script
+    assert (
+        'gw_replies "$gw_secret_mok_password" "$gw_secret_mok_password" | gw_run --stdin' in script
+    )
+
+
+# -------------------------------------------------------------------------------- behaviour
+def step(step_id: str, *actions: Run | WriteFile, **fields: object) -> StepPlan:
+    return StepPlan(step_id, fields.pop("title", f"Step {step_id}"), "why", actions, **fields)
+
+
+def tool(*args: str, **fields: object) -> Run:
+    return Run(("fake-tool", *args), **fields)
+
+
+REBOOT = step("reboot", Run(("reboot",)), reboot=True, needs_reboot=True, title="Reboot")
+
+
+def test_a_rerun_skips_finished_steps_and_a_reboot_step_waits_for_a_new_boot_id(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("one", tool("1")), REBOOT, step("two", tool("2"))]))
+
+    first = machine.run()
+    assert first.code == 10, first.output
+    assert "==> reboot needed: reboot now (sudo reboot), then run this script again" in first.output
+    assert machine.argvs() == [["fake-tool", "1"]], "without --reboot nothing reboots"
+    assert machine.path("/var/lib/gpuwizard/deploy/reboot.done").read_text() == "boot-1\n"
+
+    same_boot = machine.run()
+    assert same_boot.code == 10
+    assert "[1/3] Step one: skip (done before)" in same_boot.output
+    assert "the machine has not rebooted since this step asked for it" in same_boot.output
+
+    machine.set_boot_id("boot-2")
+    after = machine.run()
+    assert after.code == 0, after.output
+    assert "[2/3] Reboot: skip (done before)" in after.output
+    assert machine.argvs() == [["fake-tool", "1"], ["fake-tool", "2"]]
+    assert machine.markers() == ["one.done", "reboot.done", "two.done"]
+    assert machine.run().code == 0
+    assert len(machine.calls()) == 2, "a third run changes nothing"
+
+
+def test_with_reboot_the_script_runs_the_plans_reboot_command_and_exits_10(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("one", tool("1")), REBOOT, step("two", tool("2"))]))
+    result = machine.run(env={"GPUWIZARD_REBOOT": "1"})
+    assert result.code == 10
+    assert machine.argvs() == [["fake-tool", "1"], ["reboot"]]
+    assert machine.run("--reboot").code == 10, "the boot_id did not change: reboot again"
+    assert machine.argvs()[-1] == ["reboot"]
+
+
+def test_a_failed_command_stops_the_script_unmarked_and_a_rerun_resumes_there(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(
+        source_with([step("one", tool("1")), step("two", tool("2a"), Run(("other-tool",)))])
+    )
+    failed = machine.run(env={"FAKE_EXIT_other_tool": "3"})
+    assert failed.code == 3
+    assert "deploy.sh: step two failed (exit status 3" in failed.output
+    assert machine.markers() == ["one.done"]
+    fixed = machine.run()
+    assert fixed.code == 0, fixed.output
+    first_try, rerun = (
+        [["fake-tool", "1"], ["fake-tool", "2a"], ["other-tool"]],
+        machine.argvs()[3:],
+    )
+    assert machine.argvs()[:3] == first_try
+    assert rerun == [["fake-tool", "2a"], ["other-tool"]], "the failed step runs again whole"
+
+
+def test_ok_codes_creates_and_per_command_environment(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.path("/exists").write_text("")
+    machine.write_script(
+        source_with(
+            [
+                step(
+                    "one",
+                    Run(("other-tool",), ok_codes=(0, 2)),
+                    tool("skipped", creates="/exists"),
+                    tool("runs", creates="/missing", env={"GW_TEST_A": "a b", "GW_TEST_B": "$x"}),
+                    tool("plain"),
+                )
+            ]
+        )
+    )
+    result = machine.run(env={"FAKE_EXIT_other_tool": "2"})
+    assert result.code == 0, result.output
+    calls = machine.calls()
+    assert [c["argv"] for c in calls] == [
+        ["other-tool"],
+        ["fake-tool", "runs"],
+        ["fake-tool", "plain"],
+    ]
+    assert calls[1]["env"] == {"GW_TEST_A": "a b", "GW_TEST_B": "$x"}
+    assert calls[2]["env"] == {}, "each command gets its own environment, not the one before's"
+
+
+def test_files_are_written_exactly_with_their_mode_and_restored_when_the_step_fails(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.path("/etc/kept.json").parent.mkdir(parents=True)
+    machine.path("/etc/kept.json").write_text("original\n")
+    tricky = "no newline at the end\nGPUWIZARD_EOF\n'$(touch pwned)'"
+    machine.write_script(
+        source_with(
+            [
+                step("files", WriteFile("/etc/a/tricky.conf", tricky, 0o600)),
+                step(
+                    "daemon",
+                    WriteFile("/etc/kept.json", "new\n", backup=True),
+                    Run(("other-tool",)),
+                ),
+            ]
+        )
+    )
+    assert machine.run(env={"FAKE_EXIT_other_tool": "1"}).code == 1
+    written = machine.path("/etc/a/tricky.conf")
+    assert written.read_bytes() == tricky.encode()
+    assert written.stat().st_mode & 0o777 == 0o600
+    assert machine.path("/etc/kept.json").read_text() == "original\n", "restored after the failure"
+    assert not list(tmp_path.rglob("pwned"))
+    assert machine.run().code == 0
+    assert machine.path("/etc/kept.json").read_text() == "new\n"
+    assert machine.path("/etc/kept.json.gpuwizard-bak").read_text() == "original\n"
+    assert not list(machine.path("/etc").rglob(".gpuwizard-tmp.*"))
+
+
+def test_apt_get_update_is_tried_again_after_a_failure_as_the_runner_does(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("lists", Run(("other-tool",), retry_on_lock=True))]))
+    result = machine.run(env={"FAKE_FAILS_other_tool": "1"})
+    assert result.code == 0, result.output
+    assert "exit status 100; trying again in 2 s (1 of 5)" in result.output
+    assert machine.argvs() == [["other-tool"], ["other-tool"]]
+
+
+# ------------------------------------------------------------------------------- downloads
+def fetch_step(*args: str) -> StepPlan:
+    return step("get", Run(("gpuwizard-fetch", *args)))
+
+
+def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.serve("https://example.com/a.deb", b"package")
+    good = hashlib.sha256(b"package").hexdigest()
+    machine.write_script(
+        source_with(
+            [fetch_step("https://example.com/a.deb", "/var/cache/a.deb", "--sha256", "0" * 64)]
+        )
+    )
+    bad = machine.run()
+    assert bad.code == 1
+    assert f"SHA-256 mismatch for https://example.com/a.deb: got {good}" in bad.output
+    assert not list(machine.path("/var/cache").iterdir()), "neither the file nor its .part is left"
+
+    machine.write_script(
+        source_with(
+            [fetch_step("https://example.com/a.deb", "/var/cache/a.deb", "--sha256", good.upper())]
+        )
+    )
+    assert machine.run().code == 0
+    assert machine.path("/var/cache/a.deb").read_bytes() == b"package"
+    assert machine.path("/var/cache/a.deb").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_digest_published_beside_the_file_is_checked(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.serve("https://example.com/i.sh", b"#!/bin/sh\n")
+    digest = hashlib.sha256(b"#!/bin/sh\n").hexdigest()
+    machine.serve("https://example.com/i.sh.sha256", f"{digest}  i.sh\n".encode())
+    machine.write_script(
+        source_with(
+            [
+                fetch_step(
+                    "https://example.com/i.sh",
+                    "/tmp/i.sh",
+                    "--sha256-url",
+                    "https://example.com/i.sh.sha256",
+                )
+            ]
+        )
+    )
+    assert machine.run().code == 0
+    assert machine.path("/tmp/i.sh").read_bytes() == b"#!/bin/sh\n"
+
+
+def test_a_pinned_pypi_wheel_is_found_in_the_index_checked_and_its_member_extracted(tmp_path):
+    machine = Deploy(tmp_path)
+    arch = os.uname().machine
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as wheel:
+        wheel.writestr("uv-1.2.3.data/scripts/uv", b"\x7fELF uv")
+    data = archive.getvalue()
+    names = [
+        f"uv-1.2.3-py3-none-manylinux_2_17_{arch}.manylinux2014_{arch}.whl",
+        "uv-1.2.3.tar.gz",
+        f"uv-1.2.4-py3-none-manylinux_2_17_{arch}.manylinux2014_{arch}.whl",
+    ]
+    files = [{"filename": n, "url": f"https://files.example/{n}"} for n in names]
+    machine.serve("https://pypi.org/simple/uv/", json.dumps({"files": files}).encode())
+    machine.serve(f"https://files.example/{names[0]}", data)
+    machine.write_script(
+        source_with(
+            [
+                fetch_step(
+                    "pypi:uv==1.2.3", "/opt/bin/uv", "--sha256", hashlib.sha256(data).hexdigest(),
+                    "--member", "uv-1.2.3.data/scripts/uv",
+                )
+            ]
+        )
+    )  # fmt: skip
+    result = machine.run()
+    assert result.code == 0, result.output
+    assert machine.path("/opt/bin/uv").read_bytes() == b"\x7fELF uv"
+    assert machine.path("/opt/bin/uv").stat().st_mode & 0o777 == 0o755
+
+
+def test_an_armored_key_is_dearmored_as_gpuwizard_fetch_does(tmp_path):
+    machine = Deploy(tmp_path)
+    key = bytes(range(256)) * 3
+    body = base64.b64encode(key).decode()
+    armored = (
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\nComment: test\n\n"
+        + "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+        + "\n=AbCd\n-----END PGP PUBLIC KEY BLOCK-----\n"
+    ).encode()
+    machine.serve("https://example.com/gpgkey", armored)
+    machine.write_script(
+        source_with([fetch_step("https://example.com/gpgkey", "/usr/share/k.gpg", "--dearmor")])
+    )
+    assert machine.run().code == 0
+    assert machine.path("/usr/share/k.gpg").read_bytes() == dearmor(armored) == key
+
+
+# ---------------------------------------------------------------------------------- secrets
+MOK = SecretRef("mok-password", "MOK password")
+MOK_STEP = step(
+    "enroll-mok",
+    Run(
+        ("mokutil", "--import", "/var/lib/dkms/mok.pub"), answers={"password:": MOK, "again:": MOK}
+    ),
+    needs_reboot=True,
+)
+
+
+def test_a_secret_from_the_environment_reaches_the_tool_on_stdin_and_no_file(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([MOK_STEP]))
+    result = machine.run(env={"GPUWIZARD_SECRET_MOK_PASSWORD": CANARY})
+    assert result.code == 0, result.output
+    expected = hashlib.sha256(f"{CANARY}\n{CANARY}\n".encode()).hexdigest()
+    assert machine.calls()[0]["stdin_sha256"] == expected
+    assert b"c4n4ry" not in result.output.encode()
+    leaks = [p for p in tmp_path.rglob("*") if p.is_file() and b"c4n4ry" in p.read_bytes()]
+    assert leaks == []
+    assert not list(tmp_path.rglob("pwned"))
+
+
+def test_without_the_variable_or_a_terminal_the_script_stops_before_changing_anything(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("first", tool("1")), MOK_STEP]))
+    result = machine.run()
+    assert result.code == 1
+    assert "there is no terminal to ask on; set GPUWIZARD_SECRET_MOK_PASSWORD" in result.output
+    assert machine.calls() == []
+    assert machine.markers() == []
+
+
+# ------------------------------------------------------------------- options, unit, refusal
+def test_install_resume_unit_installs_a_unit_that_reruns_it_and_removes_it_when_done(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("one", tool("1")), REBOOT, step("two", tool("2"))]))
+    first = machine.run("--install-resume-unit", "--reboot")
+    assert first.code == 10
+    unit = machine.path("/etc/systemd/system/gpuwizard-deploy.service").read_text()
+    assert "ExecStart=/bin/bash /var/lib/gpuwizard/deploy.sh --reboot\n" in unit
+    assert "SuccessExitStatus=10\n" in unit
+    assert "WantedBy=multi-user.target\n" in unit
+    installed = machine.path("/var/lib/gpuwizard/deploy.sh")
+    assert installed.read_bytes() == machine.script.read_bytes()
+    assert installed.stat().st_mode & 0o777 == 0o700
+    assert machine.argvs() == [
+        ["fake-tool", "1"],
+        ["systemctl", "daemon-reload"],
+        ["systemctl", "enable", "gpuwizard-deploy.service"],
+        ["reboot"],
+    ], "installed when the first reboot comes"
+    assert "==> rebooting; gpuwizard-deploy.service continues after the boot" in first.output
+    machine.set_boot_id("boot-2")
+    assert machine.run("--reboot").code == 0
+    assert not machine.path("/etc/systemd/system/gpuwizard-deploy.service").exists()
+    assert machine.argvs()[4:] == [
+        ["fake-tool", "2"],
+        ["systemctl", "disable", "gpuwizard-deploy.service"],
+        ["systemctl", "daemon-reload"],
+    ]
+
+
+def test_help_unknown_options_and_a_second_run_at_the_same_time(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("one", tool("1"))]))
+    assert (
+        "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]"
+        in machine.run("--help").output
+    )
+    unknown = machine.run("--frobnicate")
+    assert (unknown.code, "unknown option: --frobnicate" in unknown.output) == (1, True)
+    lock = machine.path("/var/lib/gpuwizard/deploy/.lock")
+    lock.parent.mkdir(parents=True)
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        busy = machine.run()
+    assert busy.code == 1
+    assert "another deploy.sh is at work on this machine" in busy.output
+    assert machine.calls() == []
+
+
+def test_it_refuses_to_run_as_anyone_but_root(tmp_path):
+    script = render_bash(source_with([step("one", tool("1"))]))
+    drop = (
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    )
+    if drop and shutil.which("setpriv") is None:
+        pytest.skip("running as root and setpriv is missing")
+    done = subprocess.run(
+        [*drop, "/bin/bash", "-s"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin", "GPUWIZARD_ROOT": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "deploy.sh: run me as root: sudo bash" in done.stderr
+
+
+# ----------------------------------------------------------------------------- refusals
+@pytest.mark.parametrize(
+    ("action", "fragment"),
+    [
+        pytest.param(
+            WriteFile("/etc/a\nb", "x"), "contains a newline", id="newline in a file path"
+        ),
+        pytest.param(WriteFile("/etc/a\0b", "x"), "contains a NUL byte", id="NUL in a file path"),
+        pytest.param(WriteFile("etc/a", "x"), "is not absolute", id="relative file path"),
+        pytest.param(
+            WriteFile("/etc/../../x", "x"), "'..'", id="a path that climbs out of the root"
+        ),
+        pytest.param(WriteFile("/etc/a", "x\0"), "NUL byte", id="NUL in file content"),
+        pytest.param(tool("x", creates="/a\nb"), "contains a newline", id="newline in creates"),
+        pytest.param(tool("x", creates="/a\0b"), "contains a NUL byte", id="NUL in creates"),
+        pytest.param(tool("a\0b"), "NUL byte", id="NUL in an argument"),
+        pytest.param(
+            tool("x", env={"A B": "1"}), "not a valid environment variable name", id="bad env name"
+        ),
+        pytest.param(tool("x", env={"A": "\0"}), "NUL byte", id="NUL in an env value"),
+        pytest.param(
+            Run(("gpuwizard-fetch", "u", "/a\nb")),
+            "contains a newline",
+            id="newline in a download path",
+        ),
+        pytest.param(
+            Run(("gpuwizard-fetch", "u", "/a", "--bogus")),
+            "unknown gpuwizard-fetch option",
+            id="unknown fetch option",
+        ),
+    ],
+)
+def test_what_bash_cannot_carry_is_refused_with_a_one_line_reason(action, fragment):
+    with pytest.raises(ExportError) as refused:
+        render_bash(source_with([step("bad", action)]))
+    message = str(refused.value)
+    assert fragment in message
+    assert "\n" not in message and "\0" not in message
+    assert message.startswith("step bad: ")

@@ -1,0 +1,423 @@
+"""The Dockerfile export: golden files, hadolint, the base-image rule, quoting of hostile values.
+
+Regenerate the golden files on purpose, after reviewing the change, with
+``GPUWIZARD_UPDATE_GOLDEN=1 pytest tests/export/test_dockerfile.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from gpuwizard.export.docker_host import render_docker_host_notes
+from gpuwizard.export.dockerfile import PYTHON_LINK, render_dockerfile, run_command
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.words import shell_word
+from gpuwizard.facts import NvmlOk
+from gpuwizard.plan import Run, StepPlan, Target, WriteFile
+from gpuwizard.planner import Options
+from gpuwizard.recommend.table import load_table
+from gpuwizard.steps import build_plan
+from gpuwizard.version import Version
+from tests.export.conftest import PROFILES, check_golden, source_for
+
+ALL_OPTIONS = Options(
+    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
+)
+ALL_OPTIONS_CASE = "a100x4-ubuntu2004-fresh-all-options"
+CASES = {
+    **{p: (p, Options()) for p in PROFILES},
+    ALL_OPTIONS_CASE: ("a100x4-ubuntu2004-fresh", ALL_OPTIONS),
+}
+"""Golden folder -> (profile, options): every built-in profile, and one with every option on."""
+
+
+def case_source(case: str) -> ExportSource:
+    profile, options = CASES[case]
+    return source_for(profile, options)
+
+
+def tool(name: str) -> str:
+    """A linter from the dev environment; skipped when absent, unless GPUWIZARD_CI is set."""
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        if os.environ.get("GPUWIZARD_CI"):
+            pytest.fail(f"{name} is missing and GPUWIZARD_CI is set: install the test extra")
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' provides it)")
+    return found
+
+
+def instructions(dockerfile: str) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments and blanks dropped."""
+    out: list[str] = []
+    pending = ""
+    for line in dockerfile.split("\n"):
+        if not pending and (not line.strip() or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1]
+            continue
+        out.append(pending + line)
+        pending = ""
+    return out
+
+
+def hadolint(*texts: str, tmp_path: Path) -> list[dict[str, object]]:
+    binary = tool("hadolint")
+    files = []
+    for i, text in enumerate(texts):
+        file = tmp_path / f"Dockerfile.{i}"
+        file.write_text(text, encoding="utf-8")
+        files.append(str(file))
+    result = subprocess.run(
+        [binary, "--no-color", "-f", "json", *files], capture_output=True, text=True, timeout=60
+    )
+    findings: list[dict[str, object]] = json.loads(result.stdout or "[]")
+    assert findings or result.returncode == 0, result.stderr
+    return findings
+
+
+# --------------------------------------------------------------------------- golden
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_dockerfile_matches_its_golden_file(case: str) -> None:
+    check_golden(case, "Dockerfile", render_dockerfile(case_source(case)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_host_notes_match_their_golden_file(case: str) -> None:
+    check_golden(case, "docker-host.md", render_docker_host_notes(case_source(case)))
+
+
+def test_every_golden_dockerfile_passes_hadolint(tmp_path: Path) -> None:
+    texts = [render_dockerfile(case_source(case)) for case in CASES]
+    assert hadolint(*texts, tmp_path=tmp_path) == []
+
+
+# ----------------------------------------------------------------------- base image
+
+
+@pytest.mark.parametrize(
+    ("case", "image"),
+    [
+        pytest.param(
+            "a100x4-ubuntu2004-fresh",
+            "nvidia/cuda:12.4.1-base-ubuntu20.04",
+            id="R550 caps cu126 at 12.4",
+        ),
+        pytest.param(
+            "h100x8-ubuntu2204-fresh",
+            "nvidia/cuda:13.0.2-base-ubuntu22.04",
+            id="R580 and cu130 agree on 13.0",
+        ),
+        pytest.param(
+            "t4-debian12-fresh",
+            "nvidia/cuda:13.0.2-base-ubuntu22.04",
+            id="Debian 12: the Ubuntu that packages Python 3.11",
+        ),
+        pytest.param(
+            "l40sx4-rocky9-fresh", "nvidia/cuda:13.0.2-base-rockylinux9", id="Rocky: rockylinux9"
+        ),
+        pytest.param(
+            "rtx5090-ubuntu2404-secureboot",
+            "nvidia/cuda:13.0.2-base-ubuntu24.04",
+            id="Ubuntu 24.04",
+        ),
+        pytest.param(
+            "v100x4-ubuntu2204-driver535",
+            "nvidia/cuda:12.2.2-base-ubuntu22.04",
+            id="kept R535: NVML's CUDA 12.2",
+        ),
+    ],
+)
+def test_base_image_is_the_lower_of_driver_and_torch_cuda(case: str, image: str) -> None:
+    froms = [i for i in instructions(render_dockerfile(case_source(case))) if i.startswith("FROM ")]
+    assert froms[-1] == f"FROM {image}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_base_image_cuda_never_exceeds_what_the_driver_supports(case: str) -> None:
+    source = case_source(case)
+    text = render_dockerfile(source)
+    tag = re.search(r"^FROM nvidia/cuda:(\d+\.\d+)\.\d+-base-\S+$", text, re.MULTILINE)
+    assert tag, "an exact X.Y.Z tag"
+    branch = load_table().branch(source.selection.driver.branch)
+    nvml = source.facts.boot.nvml
+    if branch is None:  # a driver the table does not list (WSL's Windows driver): NVML says
+        assert isinstance(nvml, NvmlOk) and source.selection.driver.action == "keep"
+        limit = nvml.cuda_driver_version
+    else:
+        limit = branch.max_cuda
+    cuda = Version.parse(tag.group(1))
+    assert cuda <= Version.parse(limit)
+    assert cuda <= Version.parse(
+        source.selection.torch.variant[2:-1] + "." + source.selection.torch.variant[-1]
+    )
+    assert ":latest" not in text
+
+
+def test_an_unseen_tag_is_marked_unconfirmed() -> None:
+    text = render_dockerfile(source_for("l40sx4-rocky9-fresh"))
+    assert "UNCONFIRMED: the tag nvidia/cuda:13.0.2-base-rockylinux9" in text
+    assert "UNCONFIRMED" not in render_dockerfile(source_for("h100x8-ubuntu2204-fresh"))
+
+
+# -------------------------------------------------------------------------- content
+
+
+def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
+    source = case_source(ALL_OPTIONS_CASE)
+    text = render_dockerfile(source)
+    runs = "\n".join(i for i in instructions(text) if i.startswith("RUN "))
+    for host_only in (
+        "nvidia-driver-550-server",
+        "update-initramfs",
+        "apt-mark",
+        "docker.io",
+        "reboot",
+    ):
+        assert host_only not in runs
+    header = text.split("\nFROM ")[0]
+    for step in (
+        "install-nvidia-driver",
+        "blacklist-nouveau",
+        "reboot",
+        "install-container-toolkit",
+    ):
+        assert f"#   {step}: " in header
+    assert "cuda-toolkit-12-6" in runs and "cudnn9-cuda-12" in runs and "/etc/nccl.conf" in runs
+
+
+def test_torch_comes_pinned_from_the_plans_index_without_a_pip_cache() -> None:
+    source = source_for("h100x8-ubuntu2204-fresh")
+    runs = [i for i in instructions(render_dockerfile(source)) if "torch==" in i]
+    assert len(runs) == 1
+    assert (
+        "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url "
+        "https://download.pytorch.org/whl/cu130 torch==2.14.1 torchvision==0.29.1"
+    ) in runs[0]
+
+
+@pytest.mark.parametrize(
+    ("case", "python"),
+    [
+        pytest.param(
+            "h100x8-ubuntu2204-fresh",
+            "apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -o Dpkg::Progress-Fancy=0 install --no-install-recommends python3.10 python3.10-venv",
+            id="system python as a package",
+        ),
+        pytest.param(
+            "l40sx4-rocky9-fresh",
+            "dnf -y -q install python3.12 \\\n    && /usr/bin/python3.12 -m venv --clear",
+            id="Rocky's python3.12",
+        ),
+        pytest.param(
+            "a100x4-ubuntu2004-fresh",
+            "/usr/local/bin/uv venv --seed --python 3.12 /opt/gpuwizard/envs/pytorch",
+            id="focal: standalone via uv",
+        ),
+    ],
+)
+def test_the_image_gets_the_environments_python(case: str, python: str) -> None:
+    assert python in render_dockerfile(case_source(case))
+
+
+def test_a_torch_already_installed_on_the_host_is_still_installed_in_the_image() -> None:
+    source = source_for("h100x8-ubuntu2204-fresh")
+    steps = tuple(
+        dataclasses.replace(s, actions=()) if s.id == "install-torch" else s
+        for s in source.plan.steps
+    )
+    plan = dataclasses.replace(source.plan, steps=steps)
+    text = render_dockerfile(dataclasses.replace(source, plan=plan))
+    assert "torch==2.14.1 torchvision==0.29.1" in text
+
+
+def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start() -> None:
+    found = instructions(render_dockerfile(source_for("t4-debian12-fresh")))
+    assert "USER 10001:10001" in found and "WORKDIR /workspace" in found
+    cmd = json.loads(found[-1].removeprefix("CMD "))
+    assert cmd[:2] == ["/opt/gpuwizard/envs/pytorch/bin/python", "-c"]
+    compile(cmd[2], "<CMD>", "exec")
+    assert "torch.cuda.is_available()" in cmd[2] and "device_count()" in cmd[2]
+    assert "torch.__version__" in cmd[2]
+
+
+def test_host_notes_say_what_the_host_needs() -> None:
+    with_docker = render_docker_host_notes(case_source(ALL_OPTIONS_CASE))
+    assert "R550 (550.144.03" in with_docker and "the plan installs it" in with_docker
+    assert "the plan sets them up" in with_docker
+    assert "docker build -t gpuwizard-pytorch:2.14.1-cu126 ." in with_docker
+    assert "docker run --gpus all --rm gpuwizard-pytorch:2.14.1-cu126" in with_docker
+    kept = render_docker_host_notes(source_for("v100x4-ubuntu2204-driver535"))
+    assert "R535 (535.247.01" in kept and "the plan keeps it" in kept
+    assert "nvidia-ctk runtime configure --runtime=docker" in kept
+    assert "apt-get install -y docker.io nvidia-container-toolkit" in kept
+    rocky = render_docker_host_notes(source_for("l40sx4-rocky9-fresh"))
+    assert "dnf install -y docker-ce docker-ce-cli containerd.io nvidia-container-toolkit" in rocky
+
+
+# --------------------------------------------------------------------- hostile values
+
+SPECIALS = ["'", '"', " ", "$(id)", "`id`", "\n", "\t", "\r", "é", "日本", "-rf", "--x", ": ", "#",
+            "{", "}", "*", "&", "!", "\\", "$HOME", "${PATH}", "<<EOF", ";", "|", "~", "\x85", "\u2028"]  # fmt: skip
+hostile = st.lists(
+    st.one_of(st.sampled_from(SPECIALS), st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"), max_size=6)),
+    min_size=1,
+    max_size=6,
+).map("".join)  # fmt: skip
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+hostile_path = hostile.map(lambda s: "/" + "".join("_" if c in LINE_BREAKS else c for c in s))
+
+
+def bash_words(words: list[str]) -> list[str]:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    script = "printf '%s\\0' " + " ".join(words)
+    out = subprocess.run([bash, "-c", script], capture_output=True, timeout=10, check=True).stdout
+    return out.decode("utf-8").split("\0")[:-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(hostile, min_size=1, max_size=4))
+def test_shell_words_keep_every_value_exactly_on_one_line(values: list[str]) -> None:
+    words = [shell_word(v) for v in values]
+    assert all(not any(c in LINE_BREAKS for c in w) for w in words)
+    assert bash_words(words) == values
+
+
+@pytest.mark.parametrize(
+    ("run", "exists", "status"),
+    [
+        pytest.param(
+            Run(("sh", "-c", "exit 2"), ok_codes=(0, 2)),
+            False,
+            0,
+            id="an ok exit code other than 0",
+        ),
+        pytest.param(
+            Run(("sh", "-c", "exit 3"), ok_codes=(0, 2)), False, 1, id="any other code fails"
+        ),
+        pytest.param(Run(("false",), creates="MARKER"), True, 0, id="creates present: skipped"),
+        pytest.param(Run(("false",), creates="MARKER"), False, 1, id="creates absent: run"),
+    ],
+)
+def test_ok_codes_and_creates_mean_in_bash_what_they_mean_to_the_runner(
+    run: Run, exists: bool, status: int, tmp_path: Path
+) -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    marker = tmp_path / "marker file"
+    if exists:
+        marker.write_text("")
+    if run.creates:
+        run = dataclasses.replace(run, creates=str(marker))
+    result = subprocess.run(
+        [bash, "-c", run_command(run, "test-step")], capture_output=True, timeout=10
+    )
+    assert (result.returncode != 0) == bool(status)
+
+
+def hostile_source(
+    argv: list[str],
+    env_value: str,
+    path: str,
+    content: str,
+    env_path: str,
+    creates: str | None = None,
+) -> ExportSource:
+    """The h100 plan plus an image step whose every user-influenced value is the given one."""
+    source = source_for("h100x8-ubuntu2204-fresh")
+    step = StepPlan(
+        id="custom-step",
+        title="A step with hostile values",
+        why="property test",
+        actions=(
+            Run(
+                ("/usr/local/bin/tool", *argv), env={"GW_VALUE": env_value}, creates=creates or path
+            ),
+            WriteFile(path, content, mode=0o600),
+        ),
+        targets=(Target.HOST, Target.IMAGE),
+    )
+    env = dataclasses.replace(source.selection.env, path=env_path)
+    selection = dataclasses.replace(source.selection, env=env)
+    plan = build_plan(selection, source.facts, source.plan.summary)  # the path in every step
+    plan = dataclasses.replace(plan, steps=(*plan.steps, step))
+    return dataclasses.replace(source, plan=plan, selection=selection)
+
+
+def docker_env_value(text: str) -> str:
+    """Undo Dockerfile double-quote escaping (\\\\, \\", \\$), as Docker's lexer does."""
+    return re.sub(r'\\([\\"$])', r"\1", text)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    argv=st.lists(hostile, min_size=1, max_size=4),
+    env_value=hostile,
+    path=hostile_path,
+    content=hostile,
+    env_path=hostile_path,
+)
+@example(argv=["'"], env_value="'", path="/'", content="'", env_path='/\\"')  # CMD needs escapes
+def test_hostile_values_stay_exact_and_the_dockerfile_still_passes_hadolint(
+    argv: list[str], env_value: str, path: str, content: str, env_path: str, tmp_path: Path
+) -> None:
+    text = render_dockerfile(hostile_source(argv, env_value, path, content, env_path))
+    found = instructions(text)
+    custom = next(i for i in found if "/usr/local/bin/tool" in i)
+    assert " ".join(shell_word(a) for a in argv) in custom
+    assert f"GW_VALUE={shell_word(env_value)}" in custom
+    assert f"printf '%s' {shell_word(content)} > {shell_word(path)}" in custom
+    python = json.loads(found[-1].removeprefix("CMD "))[0]
+    if python == PYTHON_LINK:  # a path JSON must escape: CMD runs a link to it
+        assert f"ln -s {shell_word(env_path + '/bin/python')} {PYTHON_LINK}" in text
+    else:
+        assert python == f"{env_path}/bin/python"
+    pip = next(i for i in found if "torch==" in i)
+    python = shell_word(env_path + "/bin/python")
+    assert f"{python} -m pip install --no-cache-dir --index-url " in pip
+    env_line = next((i for i in found if i.startswith("ENV VIRTUAL_ENV=")), None)
+    if "\\" in env_path:  # hadolint cannot parse an escaped backslash in ENV: left out
+        assert env_line is None
+    else:
+        quoted = re.match(r'ENV VIRTUAL_ENV="((?:[^"\\]|\\.)*)"', env_line or "")
+        assert quoted and docker_env_value(quoted.group(1)) == env_path
+    for line in text.split(
+        "\n"
+    ):  # every physical line is an instruction, a comment or a continuation
+        assert not line or line[0] in "#" or re.match(r"[A-Z]+ |    ", line), line
+    assert hadolint(text, tmp_path=tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "bad"),
+    [
+        pytest.param("env_path", "/opt/env\nRUN rm -rf /", id="newline in the environment path"),
+        pytest.param("path", "/etc/x\0y", id="NUL in a file path"),
+        pytest.param("path", "/etc/a\rb", id="carriage return in a file path"),
+        pytest.param("creates", "/opt/\u2028x", id="line separator in a creates path"),
+    ],
+)
+def test_a_path_with_a_line_break_or_nul_is_refused_in_one_line(where: str, bad: str) -> None:
+    values = {"env_path": "/opt/env", "path": "/etc/x", "creates": "/etc/x"} | {where: bad}
+    source = hostile_source(["a"], "v", values["path"], "c", values["env_path"], values["creates"])
+    with pytest.raises(ExportError) as raised:
+        render_dockerfile(source)
+    assert "\n" not in str(raised.value) and str(raised.value)

@@ -1,0 +1,25 @@
+"""The export registry: every recorded host is covered, every format renders from the one plan,
+and each file names itself as the front ends expect."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuwizard.export.formats import FORMATS, render
+from gpuwizard.sim.profiles import list_profiles
+from tests.export.conftest import NO_GPU, PROFILES, source_for
+
+
+def test_the_golden_profiles_are_every_recorded_host_with_a_gpu() -> None:
+    assert sorted(PROFILES + NO_GPU) == sorted(p.name for p in list_profiles())
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_format_renders_for_every_recorded_host(profile: str) -> None:
+    source = source_for(profile)
+    names = [f.name for fmt in FORMATS for f in render(source, fmt)]
+    assert names == ["deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml"]  # fmt: skip
+    for fmt in FORMATS:
+        for file in render(source, fmt):
+            assert file.content.endswith("\n") and "\0" not in file.content
+            assert source.version in file.content or file.name == "docker-host.md", file.name

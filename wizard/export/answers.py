@@ -1,0 +1,211 @@
+"""answers.yaml: the choices behind a setup, to replay it elsewhere (``apply --config``).
+
+It records choices, not commands: the pins (torch release, CUDA build, keep the driver, nvcc),
+the options (environment, optional parts), the machine it was made on, and what the plan
+resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
+refuses, with the reason, a server the choices do not fit (another GPU architecture, another or
+older OS) or a plan that resolves differently, unless the person accepts the changes.
+
+Loading is strict: a file that is not a mapping, has YAML anchors or aliases (no alias bombs),
+is larger than 1 MiB, has an unknown or missing field, or a version written as a number
+(``12.10`` would load as 12.1) gets one line naming the field. A file from an older schema is
+migrated step by step (``MIGRATIONS``); one from a newer gpuwizard is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.export.source import ExportSource
+from gpuwizard.facts import HostFacts
+from gpuwizard.planner import Options, OptionsError, env_path
+from gpuwizard.recommend.result import Choices
+from gpuwizard.version import Version, is_version
+
+SCHEMA = 1
+MAX_BYTES = 1 << 20
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""schema N -> a function turning a schema N mapping into schema N+1. None yet: 1 is the first."""
+
+
+class AnswersError(ValueError):
+    """The answers file cannot be used; one line naming the field and the fix."""
+
+
+@dataclass(frozen=True)
+class MadeOn:
+    """The machine the answers were made on, as far as fitting them elsewhere goes."""
+
+    gpu: str
+    """"8x H100 SXM5 80GB"."""
+    architecture: str
+    """"Hopper"; "none" without an NVIDIA GPU."""
+    compute_capability: str
+    os: str
+    """os-release ID: ubuntu, debian, rocky."""
+    os_version: str
+
+
+@dataclass(frozen=True)
+class Answers:
+    schema: int
+    gpuwizard: str
+    made_on: MadeOn
+    choices: Choices
+    options: Options
+    plan: tuple[str, ...]
+    """The plan summary it resolved to; a replay that resolves differently is refused."""
+
+
+def made_on(facts: HostFacts) -> MadeOn:
+    gpus = facts.hardware.gpus
+    model = gpus[0].model if gpus else None
+    return MadeOn(
+        gpu=f"{len(gpus)}x {model.name}" if model else "no NVIDIA GPU",
+        architecture=model.arch if model else "none",
+        compute_capability=(model.compute_capability or "unknown") if model else "none",
+        os=facts.os.id if facts.os else "unknown",
+        os_version=facts.os.version_id if facts.os else "unknown",
+    )
+
+
+def answers_for(source: ExportSource) -> Answers:
+    return Answers(
+        schema=SCHEMA,
+        gpuwizard=source.version,
+        made_on=made_on(source.facts),
+        choices=source.choices,
+        options=source.options,
+        plan=source.plan.summary,
+    )
+
+
+HEADER = """\
+# gpuwizard answers: the choices behind a GPU server setup.
+# Replay on another server:  gpuwizard apply --config answers.yaml --yes
+# It re-detects that server and refuses, with the reason, where these choices do not fit it.
+# Versions are strings: keep them quoted.
+"""
+
+
+def render_answers(source: ExportSource) -> str:
+    data = to_jsonable(answers_for(source))
+    body = yaml.dump(data, Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=100)
+    return HEADER + body
+
+
+class _QuotingDumper(yaml.SafeDumper):
+    """Every string value quoted, so nothing a person edits later turns into a number or a bool;
+    keys stay plain."""
+
+
+def _quoted(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+
+
+def _plain_keys(dumper: yaml.SafeDumper, value: dict[str, Any]) -> yaml.MappingNode:
+    node = dumper.represent_mapping("tag:yaml.org,2002:map", value)
+    for key, _ in node.value:
+        key.style = None
+    return node
+
+
+_QuotingDumper.add_representer(str, _quoted)
+_QuotingDumper.add_representer(dict, _plain_keys)
+
+
+class _NoAliases(yaml.SafeLoader):
+    """safe_load without anchors and aliases: an answers file never needs them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise AnswersError("YAML aliases (*name) are not allowed in an answers file")
+        if getattr(self.peek_event(), "anchor", None):  # type: ignore[no-untyped-call]
+            raise AnswersError("YAML anchors (&name) are not allowed in an answers file")
+        return super().compose_node(parent, index)
+
+
+def load_answers(text: str) -> Answers:
+    """Parse, migrate and check an answers file; AnswersError says what is wrong, in one line."""
+    if len(text.encode("utf-8", "replace")) > MAX_BYTES:
+        raise AnswersError("the file is larger than 1 MiB: not an answers file")
+    try:
+        data = yaml.load(text, Loader=_NoAliases)  # a SafeLoader: no Python objects
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise AnswersError(f"not valid YAML{line}: {getattr(error, 'problem', error)}") from None
+    if not isinstance(data, dict):
+        raise AnswersError("expected a mapping of answers (schema, choices, options, ...)")
+    data = migrate(data)
+    try:
+        answers = from_jsonable(Answers, data)
+    except CodecError as error:
+        raise AnswersError(str(error).replace("$.", "", 1)) from None
+    _check_values(answers)
+    return answers
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    schema = data.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise AnswersError(f"schema: expected a whole number (this gpuwizard writes {SCHEMA})")
+    if schema > SCHEMA:
+        raise AnswersError(
+            f"schema {schema} comes from a newer gpuwizard (this one reads up to {SCHEMA}): upgrade gpuwizard"
+        )
+    while schema < SCHEMA:
+        step = MIGRATIONS.get(schema)
+        if step is None:
+            raise AnswersError(
+                f"schema {schema} is too old to read (this gpuwizard reads {SCHEMA})"
+            )
+        data = step(data)
+        schema = data["schema"]
+    return data
+
+
+def _check_values(answers: Answers) -> None:
+    try:
+        env_path(answers.options)  # the name becomes a path: the planner's rule applies
+    except OptionsError as error:
+        raise AnswersError(f"options.env_name: {error}") from None
+    torch = answers.choices.torch
+    if torch is not None and torch != "latest" and not is_version(torch):
+        raise AnswersError(f"choices.torch: {torch!r} is not a version like 2.14.1")
+    variant = answers.choices.variant
+    if variant is not None and not (variant.startswith("cu") and variant[2:].isdigit()):
+        raise AnswersError(f"choices.variant: {variant!r} is not a CUDA build like cu126")
+
+
+def misfits(answers: Answers, facts: HostFacts) -> list[str]:
+    """Why these answers, made elsewhere, may not fit this server (empty when they do)."""
+    here = made_on(facts)
+    there = answers.made_on
+    reasons = []
+    if here.architecture != there.architecture:
+        reasons.append(
+            f"they were made for {there.architecture} GPUs (sm {there.compute_capability}); "
+            f"this server has {here.architecture} (sm {here.compute_capability})"
+        )
+    if here.os != there.os:
+        reasons.append(
+            f"they were made on {there.os} {there.os_version}; this server runs {here.os} {here.os_version}"
+        )
+    elif _older(here.os_version, there.os_version):
+        reasons.append(
+            f"they were made on {there.os} {there.os_version}; this server runs the older {here.os_version}"
+        )
+    return reasons
+
+
+def _older(here: str, there: str) -> bool:
+    try:
+        return Version.parse(here) < Version.parse(there)
+    except ValueError:
+        return False

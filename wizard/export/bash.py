@@ -1,0 +1,322 @@
+"""deploy.sh: the resolved plan as a bash script that does what the wizard's runner does.
+
+``render_bash(source)`` renders the very plan the runner executes: the same commands in the same
+order, each with exactly its own environment; one guarded block per step, whose marker file
+(written only after all of its actions succeeded) makes a rerun skip it; reboot steps that stop
+with exit status 10 and count as done once the boot_id has changed; files written atomically from
+quoted here-documents; gpuwizard-fetch redone with curl and sha256sum; secrets read at run time
+and never written. Every plan value reaches the script through ``shlex.quote`` or a quoted
+here-document, and what bash cannot carry (NUL, a newline in a path) raises ExportError. Pure:
+no I/O, and never the runner, the host or a subprocess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from gpuwizard.export.bash_runtime import MARKER_DIR, RUNTIME, UNIT
+from gpuwizard.export.bash_words import (
+    INDENT,
+    argv_words,
+    comment_lines,
+    env_words,
+    quote,
+    rooted,
+    wrap,
+)
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.words import one_line
+from gpuwizard.plan import (
+    Action,
+    Plan,
+    Run,
+    SecretRef,
+    StepPlan,
+    Target,
+    WriteFile,
+    assert_never,
+    secrets_in,
+)
+from gpuwizard.steps.base import DOWNLOAD_TOOL
+
+HEREDOC = "GPUWIZARD_EOF"
+_STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_FETCH_OPTIONS = {"--sha256": True, "--sha256-url": True, "--member": True, "--dearmor": False}
+"""gpuwizard-fetch's options: whether each takes a value."""
+
+
+def render_bash(source: ExportSource) -> str:
+    """The plan as deploy.sh, ready to write out (mode 0700) and run as root.
+
+    Raises:
+        ExportError: a value bash cannot carry, or an action this script cannot express.
+    """
+    plan = source.plan
+    for step in plan.steps:
+        _check_step_id(step)
+    runnable = [s for s in plan.steps if _runs_here(s)]
+    lines = [
+        "#!/usr/bin/env bash",
+        *_header(source, runnable),
+        "set -Eeuo pipefail",
+        "",
+        RUNTIME,
+        "",
+        f"readonly GW_TOTAL={len(runnable)}",
+        'gw_start "$@"',
+        *_secret_lines(runnable),
+    ]
+    number = 0
+    for step in plan.steps:
+        lines.append("")
+        if _runs_here(step):
+            number += 1
+            lines += _step_block(step, number)
+        else:
+            lines.append(_left_out(step))
+    lines += ["", *_finish_lines(plan)]
+    return "\n".join(lines) + "\n"
+
+
+def _runs_here(step: StepPlan) -> bool:
+    return Target.HOST in step.targets and bool(step.actions)
+
+
+# ------------------------------------------------------------------------------------ header
+def _header(source: ExportSource, runnable: Sequence[StepPlan]) -> list[str]:
+    steps = [
+        f"#   {n:>2}. {one_line(s.title)}{' (reboot)' if s.reboot else ''}"
+        for n, s in enumerate(runnable, 1)
+    ]
+    return [
+        "# deploy.sh: set up this server for PyTorch the way gpuwizard planned it.",
+        "#",
+        f"# Made by gpuwizard {one_line(source.version)} from its plan for: {one_line(source.machine)}",
+        *(f"#   {one_line(line)}" for line in source.plan.summary),
+        f"# Steps ({len(runnable)}):",
+        *steps,
+        "#",
+        "# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]",
+        "#   It runs the plan's steps in order: the same commands, with the same environment, as",
+        "#   gpuwizard's own run. A finished step leaves a marker in",
+        f"#   {MARKER_DIR}/ and is skipped when the script runs again; delete that",
+        "#   folder to start over. When the machine must reboot, the script stops with exit status 10:",
+        "#   reboot, run it again, and it continues where it stopped. With --reboot (or",
+        "#   GPUWIZARD_REBOOT=1) it reboots by itself. With --install-resume-unit, the first reboot",
+        f"#   installs {UNIT}, which runs it again after each boot until every step is",
+        "#   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.",
+        "#   Steps that had nothing to do on the machine above are left out (see the comments",
+        "#   below): run this on the same kind of machine, made from the same image.",
+        *_secrets_header(runnable),
+        "# GPUWIZARD_ROOT and GPUWIZARD_SHIM serve gpuwizard's tests and simulation: leave them unset.",
+    ]
+
+
+def _secrets_header(runnable: Sequence[StepPlan]) -> list[str]:
+    secrets = _secrets(runnable)
+    if not secrets:
+        return []
+    return [
+        "# Secrets: each is asked for on the terminal (twice) unless its variable is set; it stays in",
+        "#   the script's memory, is fed to the command on stdin and is never written anywhere:",
+        *(f"#   {_secret_env(s)}: {one_line(s.prompt)}" for s in secrets),
+    ]
+
+
+def _secrets(steps: Sequence[StepPlan]) -> tuple[SecretRef, ...]:
+    return secrets_in(Plan(0, tuple(steps)))
+
+
+def _secret_ident(secret: SecretRef) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", secret.name).lower()
+
+
+def _secret_env(secret: SecretRef) -> str:
+    return f"GPUWIZARD_SECRET_{_secret_ident(secret).upper()}"
+
+
+def _secret_lines(runnable: Sequence[StepPlan]) -> list[str]:
+    """Ask for every secret up front, before anything changes, unless its steps are all done."""
+    lines: list[str] = []
+    seen: dict[str, str] = {}
+    for secret in _secrets(runnable):
+        ident = _secret_ident(secret)
+        if seen.setdefault(ident, secret.name) != secret.name:
+            raise ExportError(
+                f"secrets {seen[ident]!r} and {secret.name!r} would share one variable"
+            )
+        users = [s.id for s in runnable if secret.name in {x.name for x in _secrets([s])}]
+        pending = " && ".join(f"gw_is_done {quote(u)}" for u in users)
+        lines += [
+            f"gw_secret_{ident}=''",
+            f"if ! {{ {pending}; }}; then",
+            wrap(
+                [
+                    "gw_read_secret",
+                    f"gw_secret_{ident}",
+                    _secret_env(secret),
+                    quote(one_line(secret.prompt)),
+                ]
+            ),
+            "fi",
+        ]
+    return lines
+
+
+# ------------------------------------------------------------------------------------- steps
+def _step_block(step: StepPlan, number: int) -> list[str]:
+    title = one_line(step.title)
+    head = [f"# --- {number}. {step.id}: {title}", *comment_lines(step.why)]
+    if step.reboot:
+        opening = wrap(
+            ["if", "gw_begin_reboot", str(number), quote(step.id), f"{quote(title)};", "then"], ""
+        )
+        return [*head, opening, _reboot_line(step), "fi"]
+    body = [text for action in step.actions for text in _action_lines(step, action)]
+    body.append(f"{INDENT}gw_done {quote(step.id)}")
+    if step.needs_reboot:
+        body.append(f"{INDENT}gw_say '    takes effect at the next boot'")
+    opening = wrap(["if", "gw_begin", str(number), quote(step.id), f"{quote(title)};", "then"], "")
+    return [*head, opening, *body, "fi"]
+
+
+def _left_out(step: StepPlan) -> str:
+    if Target.HOST not in step.targets:
+        return (
+            f"# --- {step.id}: {one_line(step.title)}: for container images only, not run on a host"
+        )
+    return (
+        f"# --- {step.id}: {one_line(step.title)}: nothing to do on the machine this was planned on"
+    )
+
+
+def _finish_lines(plan: Plan) -> list[str]:
+    waiting: list[str] = []
+    for step in plan.steps:
+        if not _runs_here(step):
+            continue
+        if step.reboot:
+            waiting = []
+        elif step.needs_reboot:
+            waiting.append(one_line(step.title))
+    words = ["gw_finish", quote("every step of the plan is finished")]
+    if waiting:
+        words.append(quote(f"    reboot once more to finish: {'; '.join(waiting)}"))
+    return [wrap(words, "")]
+
+
+def _reboot_line(step: StepPlan) -> str:
+    """The runner runs a reboot step's first action only, so anything more is refused."""
+    if len(step.actions) != 1 or not isinstance(step.actions[0], Run):
+        raise ExportError(f"step {step.id}: a reboot step must be exactly one command")
+    run = step.actions[0]
+    if run.answers or run.creates:
+        raise ExportError(
+            f"step {step.id}: a reboot command with prompts or `creates` cannot be exported"
+        )
+    return wrap(
+        [
+            "gw_reboot",
+            quote(step.id),
+            *env_words(step.id, run.env),
+            "--",
+            *argv_words(step.id, run.argv),
+        ]
+    )
+
+
+# ----------------------------------------------------------------------------------- actions
+def _action_lines(step: StepPlan, action: Action) -> list[str]:  # noqa: RET503 - exhaustive
+    match action:
+        case Run() if action.argv[:1] == (DOWNLOAD_TOOL,):
+            return [_fetch_line(step, action)]
+        case Run():
+            return [_run_line(step, action)]
+        case WriteFile():
+            return [_write_text(step, action)]
+        case _:  # pragma: no cover - exhaustive
+            assert_never(action)
+
+
+def _run_line(step: StepPlan, run: Run) -> str:
+    words = ["gw_run"]
+    if run.ok_codes != (0,):
+        words += ["--ok", quote(" ".join(str(code) for code in run.ok_codes))]
+    if run.answers:
+        words.append("--stdin")
+    if run.retry_on_lock:
+        words.append("--retry")
+    words += [*env_words(step.id, run.env), "--", *argv_words(step.id, run.argv)]
+    if run.answers:
+        words = ["gw_replies", *_reply_words(step, run), "|", *words]
+    return wrap([*_creates_words(step, run), *words])
+
+
+def _fetch_line(step: StepPlan, run: Run) -> str:
+    """gpuwizard-fetch URL DEST [options]: the target has no gpuwizard, so gw_fetch does it."""
+    if run.env or run.answers or run.ok_codes != (0,) or len(run.argv) < 3:
+        raise ExportError(f"step {step.id}: this {DOWNLOAD_TOOL} call cannot be exported")
+    url, _destination, *options = argv_words(step.id, run.argv)[1:]
+    raw = run.argv[3:]
+    index = 0
+    while index < len(raw):
+        takes_value = _FETCH_OPTIONS.get(raw[index])
+        if takes_value is None or (takes_value and index + 1 >= len(raw)):
+            raise ExportError(f"step {step.id}: unknown {DOWNLOAD_TOOL} option {raw[index]!r}")
+        index += 2 if takes_value else 1
+    target = rooted(step.id, "download destination", run.argv[2])
+    return wrap([*_creates_words(step, run), "gw_fetch", url, target, *options])
+
+
+def _write_text(step: StepPlan, write: WriteFile) -> str:
+    """A quoted here-document: its body reaches the file byte for byte, nothing expanded."""
+    target = rooted(step.id, "file path", write.path)
+    if "\0" in write.content:
+        raise ExportError(
+            f"step {step.id}: {write.path!r} would contain a NUL byte, which bash cannot write"
+        )
+    if not 0 <= write.mode <= 0o7777:
+        raise ExportError(f"step {step.id}: {write.path!r} has no valid mode ({write.mode!r})")
+    content = write.content
+    trim = bool(content) and not content.endswith("\n")
+    body = content + "\n" if trim else content
+    delimiter = _delimiter(content)
+    words = ["gw_write", target, f"{write.mode:04o}"]
+    words += ["--trim-newline"] if trim else []
+    words += ["--backup"] if write.backup else []
+    return f"{wrap(words)} <<'{delimiter}'\n{body}{delimiter}"
+
+
+def _delimiter(content: str) -> str:
+    """A here-document delimiter that no line of the content equals."""
+    lines = set(content.split("\n"))
+    delimiter, n = HEREDOC, 0
+    while delimiter in lines:
+        n += 1
+        delimiter = f"{HEREDOC}_{n}"
+    return delimiter
+
+
+def _reply_words(step: StepPlan, run: Run) -> list[str]:
+    """Replies fed on stdin in the plan's order; a secret as its in-memory variable."""
+    words = []
+    for reply in run.answers.values():
+        if isinstance(reply, SecretRef):
+            words.append(f'"$gw_secret_{_secret_ident(reply)}"')
+        elif "\0" in reply:
+            raise ExportError(f"step {step.id}: a reply to {run.argv[0]!r} contains a NUL byte")
+        else:
+            words.append(quote(reply))
+    return words
+
+
+def _creates_words(step: StepPlan, run: Run) -> list[str]:
+    if run.creates is None:
+        return []
+    return ["[[", "-e", rooted(step.id, "`creates` path", run.creates), "]]", "||"]
+
+
+def _check_step_id(step: StepPlan) -> None:
+    if not _STEP_ID.fullmatch(step.id):
+        raise ExportError(f"step id {step.id!r} cannot name a marker file")

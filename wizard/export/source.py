@@ -1,0 +1,62 @@
+"""What every export is made from: the one resolved plan, the selection behind it, and the facts
+of the machine it was made on. Pure data: the front ends read it from a run's state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from gpuwizard import __version__
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import Plan
+from gpuwizard.planner import Options
+from gpuwizard.recommend.result import Choices
+from gpuwizard.selection import Selection
+
+
+class ExportError(ValueError):
+    """An export cannot be made; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ExportSource:
+    plan: Plan
+    selection: Selection
+    facts: HostFacts
+    version: str = __version__
+    """The gpuwizard that made the plan."""
+
+    @property
+    def choices(self) -> Choices:
+        """The pins that reproduce this selection's recommendation."""
+        s = self.selection
+        return Choices(
+            torch=s.torch.version,
+            variant=s.torch.variant,
+            keep_driver=s.driver.action == "keep",
+            needs_nvcc=s.extras.cuda_toolkit is not None,
+        )
+
+    @property
+    def options(self) -> Options:
+        e = self.selection.extras
+        return Options(
+            env_kind=self.selection.env.kind,
+            env_name=PurePosixPath(self.selection.env.path).name,
+            needs_nvcc=e.cuda_toolkit is not None,
+            cudnn=e.cudnn,
+            docker=e.docker,
+            dcgm=e.dcgm,
+            nccl=e.nccl,
+            hold_driver=e.hold_driver,
+            persistence=e.persistence,
+        )
+
+    @property
+    def machine(self) -> str:
+        """The machine in one line, for headers: "8x H100 SXM5 80GB, Ubuntu 22.04"."""
+        gpus = self.facts.hardware.gpus
+        gpu = f"{len(gpus)}x {gpus[0].model.name}" if gpus else "no NVIDIA GPU"
+        os = self.facts.os
+        system = (os.pretty_name or f"{os.id} {os.version_id}") if os else "unknown OS"
+        return f"{gpu}, {system}"

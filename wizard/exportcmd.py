@@ -1,0 +1,115 @@
+"""``gpuwizard export``: the chosen setup as files, without the TUI.
+
+What is exported, in order of preference: the plan of an answers file (``--config``) planned
+for this machine; else the plan the wizard's last run reviewed (its journal); else a fresh plan
+of the recommendation with default choices, said so on stderr. One format without ``-o``
+prints to stdout; otherwise the files are written (atomically) into the output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuwizard.detect import detect_host
+from gpuwizard.export.answers import Answers
+from gpuwizard.export.formats import FORMATS, ExportFile, render
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.headless import ApplyError, ApplyRequest, make_plan
+from gpuwizard.machine import Machine
+from gpuwizard.runner.control import current
+from gpuwizard.runner.files import write_files
+from gpuwizard.runner.layout import load_planned_facts
+
+DEFAULT_DIR = "gpuwizard-export"
+
+
+class ExportUsageError(ValueError):
+    """Bad input or nothing to export: one line, exit 2."""
+
+
+def parse_formats(text: str | None) -> list[str]:
+    if not text:
+        return list(FORMATS)
+    wanted = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown or not wanted:
+        raise ExportUsageError(
+            f"--format {text!r}: {'unknown format ' + repr(unknown[0]) if unknown else 'none given'}"
+            f" (choose from {', '.join(FORMATS)})"
+        )
+    return list(dict.fromkeys(wanted))
+
+
+def source_from_state(machine: Machine) -> ExportSource | None:
+    """The plan the wizard's last run reviewed, or None when there was no run."""
+    state = current(machine.state_dir, None)
+    if state.journal is None:
+        if state.problem:
+            raise ExportUsageError(f"cannot read the wizard's journal: {state.problem}")
+        return None
+    try:
+        facts = load_planned_facts(machine.state_dir)
+    except (OSError, ValueError) as error:
+        raise ExportUsageError(f"cannot read the facts the plan was made on: {error}") from None
+    journal = state.journal.data
+    return ExportSource(journal.plan, journal.selection, facts)
+
+
+def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
+    facts = detect_host(machine.host())
+    request = (
+        ApplyRequest(answers.choices, answers.options, answers=answers, accept_changes=accept)
+        if answers
+        else ApplyRequest()
+    )
+    try:
+        plan, selection = make_plan(facts, request)
+    except ApplyError as error:
+        raise ExportUsageError(str(error)) from None
+    return ExportSource(plan, selection, facts)
+
+
+FRESH_NOTE = "no setup was run here yet: exported the recommended plan for this machine"
+
+
+def choose_source(
+    machine: Machine, answers: Answers | None, accept: bool
+) -> tuple[ExportSource, str | None]:
+    """The source, and a note to print once the export succeeded (when it was planned afresh)."""
+    if answers is not None:
+        return source_planned(machine, answers, accept), None
+    if (source := source_from_state(machine)) is not None:
+        return source, None
+    return source_planned(machine, None, accept), FRESH_NOTE
+
+
+def run_export(args: argparse.Namespace, machine: Machine, answers: Answers | None) -> int:
+    formats = parse_formats(args.format)
+    source, note = choose_source(machine, answers, args.accept_changes)
+    files: list[ExportFile] = []
+    for name in formats:
+        try:
+            files += render(source, name)
+        except ExportError as error:
+            raise ExportUsageError(f"{name}: {error}") from None
+    if args.output is None and len(formats) == 1 and len(files) == 1:
+        sys.stdout.write(files[0].content)
+        _say(note)
+        return 0
+    directory = args.output or Path(DEFAULT_DIR)
+    try:
+        paths = write_files(directory, [(f.name, f.content, f.mode) for f in files])
+    except OSError as error:
+        raise ExportUsageError(f"-o {directory}: {error.strerror}") from None
+    print(f"exported {source.machine}: {', '.join(source.plan.summary[:2])}")
+    for path in paths:
+        print(f"  {path}")
+    _say(note)
+    return 0
+
+
+def _say(note: str | None) -> None:
+    if note:
+        print(f"gpuwizard: {note}", file=sys.stderr)
