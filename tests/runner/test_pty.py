@@ -21,7 +21,8 @@ import pexpect
 import pytest
 
 from gpuwizard.plan import SecretRef
-from gpuwizard.runner.pty import MASK, Answer, CommandError, RunResult, run_command
+from gpuwizard.runner.pty import Answer, CommandError, RunResult, run_command
+from gpuwizard.runner.ptytext import MASK
 from tests.fakes.talker import CONFFILE_PROMPT, FLOOD_LINE_BYTES
 
 FAKES = Path(__file__).parents[1] / "fakes"

@@ -16,7 +16,7 @@ import pytest
 
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.layout import EXIT_DONE
-from gpuwizard.runner.pty import MASK
+from gpuwizard.runner.ptytext import MASK
 from tests.sim.conftest import SIGKILLED, T4_DEBIAN
 
 # Quotes, $() and backticks that a shell would run, a backslash, and non-ASCII (2- and 3-byte).

@@ -9,13 +9,10 @@ the command's group behind. It decides nothing about *what* runs: the plan does.
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import shutil
-import signal
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +21,8 @@ from typing import BinaryIO, Literal, Protocol
 import pexpect
 
 from gpuwizard.plan import SecretRef
+from gpuwizard.runner.procgroup import kill_group, signal_name
+from gpuwizard.runner.ptytext import Display, Scrubber
 
 TimedOut = Literal["silence", "deadline"]
 LineSink = Callable[[list[str]], None]
@@ -33,23 +32,11 @@ POLL_S = 0.05
 LOG_FLUSH_S = 0.2
 BATCH_S = 0.05
 BATCH_LINES = 1000
-LAST_LINES = 20
 KILL_GRACE_S = 2.0
 DRAIN_S = 1.0
 SECRET_ECHO_WAIT_S = 2.0
-MAX_LINE_CHARS = 65536
-"""Longer display lines are wrapped, as a terminal would, so memory stays bounded (T28)."""
 MATCH_WINDOW = 4096
 """Prompt patterns see at most this many trailing characters of the unterminated line."""
-MASK = "********"
-MASK_BYTES = MASK.encode()
-
-# CSI, OSC (ended by BEL or ST), DCS/PM/APC strings, and two-character escapes. None may span a
-# newline, so an unterminated sequence cannot swallow the lines after it.
-_ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])"
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
 class SecretSource(Protocol):
@@ -96,7 +83,7 @@ class RunResult:
         if self.timed_out == "silence":
             return f"no output for {self._limit()} s; {self._last_line()}"
         if self.signal is not None:
-            return f"killed by {_signal_name(self.signal)}"
+            return f"killed by {signal_name(self.signal)}"
         if self.exit_status is not None:
             return f"exited {self.exit_status}"
         return "ended with an unknown status"
@@ -150,7 +137,9 @@ def run_command(
     try:
         timed_out = session.run()
     finally:
-        _kill_group(child)  # leftovers of a normal exit, or everything after an exception
+        kill_group(
+            child, KILL_GRACE_S
+        )  # leftovers of a normal exit, or everything after an exception
         if not child.isalive():
             # Reaped already, so ptyprocess's 0.1 s pause before its own kill is moot.
             child.ptyproc.delayafterclose = 0  # type: ignore[attr-defined]  # not in types-pexpect
@@ -229,65 +218,6 @@ def _spawn(
     return child
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Signal the group; False when no process of it is left."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # a member we may not signal (setuid) still exists
-    return True
-
-
-def _kill_group(child: pexpect.spawn[bytes]) -> None:
-    """SIGTERM the child's process group, SIGKILL what is left after KILL_GRACE_S.
-
-    ptyprocess makes the child a session leader, so its pid is the group id and apt's
-    dpkg and dkms grandchildren share it.
-    """
-    pgid = child.pid
-    if pgid is None or not _signal_group(pgid, signal.SIGTERM):
-        return
-    end = time.monotonic() + KILL_GRACE_S
-    while time.monotonic() < end:
-        child.isalive()  # reaps the leader, so that its zombie does not count as alive
-        if not _signal_group(pgid, 0) or not _has_running_member(pgid):
-            return
-        time.sleep(0.02)
-    _signal_group(pgid, signal.SIGKILL)
-
-
-def _has_running_member(pgid: int) -> bool:
-    """Whether a process of the group is still running, zombies aside.
-
-    killpg(pgid, 0) also finds zombies until their new parent reaps them, which a container's
-    PID 1 may do late or never; waiting on those would only delay the SIGKILL of nothing.
-    """
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return True  # no procfs: trust killpg
-    return any(
-        _is_running_in(entry.name, pgid) for entry in os.scandir(proc) if entry.name.isdigit()
-    )
-
-
-def _is_running_in(pid: str, pgid: int) -> bool:
-    try:
-        stat = Path("/proc", pid, "stat").read_text()
-    except OSError:
-        return False  # gone since the listing
-    state, _ppid, group = stat.rsplit(")", 1)[1].split()[:3]
-    return state != "Z" and int(group) == pgid
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 class _Clock:
     """The two clocks: a deadline for the whole command, and a silence watchdog."""
 
@@ -311,118 +241,6 @@ class _Clock:
         if which is None:
             return None
         return self._timeout_s if which == "deadline" else self._silence_s
-
-
-class _Scrubber:
-    """Masks secrets in the byte stream, holding back a tail that could be the start of one."""
-
-    def __init__(self) -> None:
-        self._text: list[str] = []
-        self._raw: list[bytes] = []
-        self._held = b""
-
-    def add(self, secret: str) -> None:
-        if secret and secret not in self._text:
-            self._text.append(secret)
-            self._raw.append(secret.encode("utf-8"))
-
-    def feed(self, data: bytes) -> bytes:
-        if not self._raw:
-            return data
-        data = self._held + data
-        for secret in self._raw:
-            data = data.replace(secret, MASK_BYTES)
-        keep = max(_prefix_overlap(data, secret) for secret in self._raw)
-        self._held = data[len(data) - keep :]
-        return data[: len(data) - keep]
-
-    def flush(self) -> bytes:
-        held, self._held = self._held, b""
-        return held
-
-    def text(self, line: str) -> str:
-        for secret in self._text:
-            line = line.replace(secret, MASK)
-        return line
-
-
-def _prefix_overlap(data: bytes, secret: bytes) -> int:
-    """Length of the longest proper prefix of ``secret`` that ``data`` ends with."""
-    for size in range(min(len(secret) - 1, len(data)), 0, -1):
-        if data.endswith(secret[:size]):
-            return size
-    return 0
-
-
-def _clean(text: str) -> str:
-    """Display form: no ANSI escapes, no control characters, CR redraws collapsed."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\r" in text:
-        text = _collapse(text)
-    return _CONTROL.sub("", text)
-
-
-def _collapse(text: str) -> str:
-    text = text.replace("\r\n", "\n").rstrip("\r")
-    if "\r" not in text:
-        return text
-    return "\n".join(_last_redraw(line) if "\r" in line else line for line in text.split("\n"))
-
-
-def _last_redraw(line: str) -> str:
-    drawn = [part for part in line.split("\r") if part]
-    return drawn[-1] if drawn else ""
-
-
-def _compact(partial: str) -> str:
-    """Drop redraws already overwritten, so a progress bar without a newline stays small."""
-    if "\r" not in partial:
-        return partial
-    cut = partial.rstrip("\r").rfind("\r")
-    return partial[cut + 1 :] if cut >= 0 else partial
-
-
-class _Display:
-    """Raw bytes -> display lines; keeps only the unterminated tail and the last lines."""
-
-    def __init__(self, scrubber: _Scrubber) -> None:
-        # Incremental: a character split across two reads comes out whole (T29).
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._scrubber = scrubber
-        self._partial = ""
-        self.last: deque[str] = deque(maxlen=LAST_LINES)
-        self.lines_done = 0
-
-    def feed(self, data: bytes) -> list[str]:
-        return self._split(self._partial + self._decoder.decode(data))
-
-    def finish(self) -> list[str]:
-        lines = self._split(self._partial + self._decoder.decode(b"", final=True))
-        tail = self.tail()
-        self._partial = ""
-        if tail:
-            lines.append(tail)
-            self._record([tail])
-        return lines
-
-    def tail(self) -> str:
-        return self._scrubber.text(_clean(self._partial))
-
-    def _split(self, buf: str) -> list[str]:
-        cut = buf.rfind("\n")
-        lines = self._scrubber.text(_clean(buf[:cut])).split("\n") if cut >= 0 else []
-        rest = _compact(buf[cut + 1 :])
-        while len(rest) > MAX_LINE_CHARS:
-            lines.append(self._scrubber.text(_clean(rest[:MAX_LINE_CHARS])))
-            rest = rest[MAX_LINE_CHARS:]
-        self._partial = rest
-        self._record(lines)
-        return lines
-
-    def _record(self, lines: list[str]) -> None:
-        self.last.extend(lines)
-        self.lines_done += len(lines)
 
 
 class _Outlet:
@@ -473,7 +291,7 @@ class _Prompter:
         child: pexpect.spawn[bytes],
         answers: Sequence[Answer],
         secrets: SecretSource | None,
-        scrubber: _Scrubber,
+        scrubber: Scrubber,
         outlet: _Outlet,
     ) -> None:
         self._child = child
@@ -538,8 +356,8 @@ class _Session:
         self._child = child
         self._clock = clock
         self._outlet = outlet
-        self._scrubber = _Scrubber()
-        self.display = _Display(self._scrubber)
+        self._scrubber = Scrubber()
+        self.display = Display(self._scrubber)
         self._prompter = (
             _Prompter(child, answers, secrets, self._scrubber, outlet) if answers else None
         )
@@ -550,7 +368,7 @@ class _Session:
         if timed_out is None:
             timed_out = self._await_exit()
         if timed_out is not None:
-            _kill_group(self._child)
+            kill_group(self._child, KILL_GRACE_S)
             self._prompter = None  # nobody is left to answer
             self._drain()
         self._emit(self._scrubber.flush())

@@ -1,0 +1,138 @@
+"""A command's output as text: secrets masked in the raw bytes, and display lines for the UI.
+
+``Scrubber`` masks secrets in the byte stream (holding back a tail that may begin one);
+``Display`` turns raw bytes into display lines: decoded incrementally (a character split across
+reads comes out whole), ANSI escapes and control characters dropped, carriage-return redraws
+collapsed to what the terminal would show, overlong lines wrapped. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections import deque
+
+MASK = "********"
+MASK_BYTES = MASK.encode()
+LAST_LINES = 20
+MAX_LINE_CHARS = 65536
+"""Longer display lines are wrapped, as a terminal would, so memory stays bounded (T28)."""
+
+# CSI, OSC (ended by BEL or ST), DCS/PM/APC strings, and two-character escapes. None may span a
+# newline, so an unterminated sequence cannot swallow the lines after it.
+ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])"
+)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+class Scrubber:
+    """Masks secrets in the byte stream, holding back a tail that could be the start of one."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._raw: list[bytes] = []
+        self._held = b""
+
+    def add(self, secret: str) -> None:
+        if secret and secret not in self._text:
+            self._text.append(secret)
+            self._raw.append(secret.encode("utf-8"))
+
+    def feed(self, data: bytes) -> bytes:
+        if not self._raw:
+            return data
+        data = self._held + data
+        for secret in self._raw:
+            data = data.replace(secret, MASK_BYTES)
+        keep = max(prefix_overlap(data, secret) for secret in self._raw)
+        self._held = data[len(data) - keep :]
+        return data[: len(data) - keep]
+
+    def flush(self) -> bytes:
+        held, self._held = self._held, b""
+        return held
+
+    def text(self, line: str) -> str:
+        for secret in self._text:
+            line = line.replace(secret, MASK)
+        return line
+
+
+def prefix_overlap(data: bytes, secret: bytes) -> int:
+    """Length of the longest proper prefix of ``secret`` that ``data`` ends with."""
+    for size in range(min(len(secret) - 1, len(data)), 0, -1):
+        if data.endswith(secret[:size]):
+            return size
+    return 0
+
+
+def clean(text: str) -> str:
+    """Display form: no ANSI escapes, no control characters, CR redraws collapsed."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "\r" in text:
+        text = collapse(text)
+    return CONTROL.sub("", text)
+
+
+def collapse(text: str) -> str:
+    text = text.replace("\r\n", "\n").rstrip("\r")
+    if "\r" not in text:
+        return text
+    return "\n".join(last_redraw(line) if "\r" in line else line for line in text.split("\n"))
+
+
+def last_redraw(line: str) -> str:
+    drawn = [part for part in line.split("\r") if part]
+    return drawn[-1] if drawn else ""
+
+
+def compact(partial: str) -> str:
+    """Drop redraws already overwritten, so a progress bar without a newline stays small."""
+    if "\r" not in partial:
+        return partial
+    cut = partial.rstrip("\r").rfind("\r")
+    return partial[cut + 1 :] if cut >= 0 else partial
+
+
+class Display:
+    """Raw bytes -> display lines; keeps only the unterminated tail and the last lines."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        # Incremental: a character split across two reads comes out whole (T29).
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._scrubber = scrubber
+        self._partial = ""
+        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self.lines_done = 0
+
+    def feed(self, data: bytes) -> list[str]:
+        return self._split(self._partial + self._decoder.decode(data))
+
+    def finish(self) -> list[str]:
+        lines = self._split(self._partial + self._decoder.decode(b"", final=True))
+        tail = self.tail()
+        self._partial = ""
+        if tail:
+            lines.append(tail)
+            self._record([tail])
+        return lines
+
+    def tail(self) -> str:
+        return self._scrubber.text(clean(self._partial))
+
+    def _split(self, buf: str) -> list[str]:
+        cut = buf.rfind("\n")
+        lines = self._scrubber.text(clean(buf[:cut])).split("\n") if cut >= 0 else []
+        rest = compact(buf[cut + 1 :])
+        while len(rest) > MAX_LINE_CHARS:
+            lines.append(self._scrubber.text(clean(rest[:MAX_LINE_CHARS])))
+            rest = rest[MAX_LINE_CHARS:]
+        self._partial = rest
+        self._record(lines)
+        return lines
+
+    def _record(self, lines: list[str]) -> None:
+        self.last.extend(lines)
+        self.lines_done += len(lines)
