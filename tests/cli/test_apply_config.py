@@ -3,26 +3,14 @@ and every bad file as one line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpuwizard.export.answers import render_answers
 from gpuwizard.planner import Options
+from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
-
-
-def gpuwizard(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuwizard", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 @pytest.fixture

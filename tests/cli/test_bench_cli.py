@@ -4,24 +4,13 @@ and every bad input as one line."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import gpuwizard
+
 pytestmark = pytest.mark.slow
-
-
-def gpuwizard(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home), "GPUWIZARD_SIM_BENCH_PACE": "0"}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuwizard", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,21 +12,10 @@ import yaml
 
 from gpuwizard.export.answers import load_answers, render_answers
 from gpuwizard.planner import Options
+from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 
 H100 = "h100x8-ubuntu2204-fresh"
-
-
-def gpuwizard(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home), "GPUWIZARD_SIM_BENCH_PACE": "0"}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuwizard", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd or home,
-        timeout=120,
-    )
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import shutil
+import sys
 from pathlib import Path
+
+import pytest
 
 from gpuwizard.export.source import ExportSource
 from gpuwizard.planner import Options, plan_for
@@ -58,3 +63,31 @@ def source_for(
     assert isinstance(recommendation, Recommendation), f"{profile}: {recommendation}"
     selection, plan = plan_for(facts, recommendation, options, table)
     return ExportSource(plan, selection, facts, version="0.1.0")
+
+
+ALL_OPTIONS = Options(
+    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
+)
+"""Every optional step chosen."""
+
+
+@functools.cache
+def mok_source() -> ExportSource:
+    """Debian 12 with Secure Boot on and a DKMS-built driver: the plan asks for a MOK password."""
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
+    table = load_table()
+    recommendation = recommend(table, target_from_facts(facts, table), Choices())
+    assert isinstance(recommendation, Recommendation)
+    selection, plan = plan_for(facts, recommendation, Options(), table)
+    return ExportSource(plan, selection, facts, version="0.1.0")
+
+
+def tool(name: str) -> str:
+    """A linter from the dev environment; skipped when absent, unless GPUWIZARD_CI is set."""
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        if os.environ.get("GPUWIZARD_CI"):
+            pytest.fail(f"{name} is missing and GPUWIZARD_CI is set: install the test extra")
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' provides it)")
+    return found

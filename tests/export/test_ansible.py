@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,30 +21,10 @@ from hypothesis import strategies as st
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.plan import Run, StepPlan, WriteFile, secrets_in
-from gpuwizard.planner import Options, plan_for
-from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices, Recommendation
-from gpuwizard.recommend.table import load_table
-from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_plan
-from tests.conftest import facts_of
-from tests.export.conftest import PROFILES, check_golden, source_for
+from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for, tool
 
-ALL_OPTIONS = Options(
-    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
-)
 MOK_CASE = "t4-debian12-secureboot-mok"
-
-
-def mok_source() -> ExportSource:
-    """Debian 12 with Secure Boot on and a DKMS-built driver: the plan asks for a MOK password."""
-    facts = facts_of("t4-debian12-fresh")
-    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
-    table = load_table()
-    recommendation = recommend(table, target_from_facts(facts, table), Choices())
-    assert isinstance(recommendation, Recommendation)
-    selection, plan = plan_for(facts, recommendation, Options(), table)
-    return ExportSource(plan, selection, facts, version="0.1.0")
 
 
 CASES: dict[str, Any] = {
@@ -57,16 +35,6 @@ CASES: dict[str, Any] = {
     MOK_CASE: mok_source,
 }
 """Golden folder -> the source: every built-in profile, every option on, and a MOK secret."""
-
-
-def tool(name: str) -> str:
-    """A tool from the dev environment; skipped when absent, unless GPUWIZARD_CI is set."""
-    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
-    if found is None:
-        if os.environ.get("GPUWIZARD_CI"):
-            pytest.fail(f"{name} is missing and GPUWIZARD_CI is set: install the test extra")
-        pytest.skip(f"{name} is not installed (pip install -e '.[test]' provides it)")
-    return found
 
 
 class AnsibleLoader(yaml.SafeLoader):

@@ -9,7 +9,6 @@ Regenerate the golden files on purpose, after reviewing the change, with
 from __future__ import annotations
 
 import base64
-import dataclasses
 import fcntl
 import hashlib
 import io
@@ -28,32 +27,12 @@ from gpuwizard.export.bash import render_bash
 from gpuwizard.export.bash_words import ROOT
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.plan import Run, SecretRef, StepPlan, Target, WriteFile
-from gpuwizard.planner import Options, plan_for
-from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices, Recommendation
-from gpuwizard.recommend.table import load_table
-from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.fetch import dearmor
-from tests.conftest import facts_of
-from tests.export.conftest import PROFILES, check_golden, source_for
+from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for
 from tests.export.deploy_harness import Deploy, source_with
 
 SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
-ALL_OPTIONS = Options(
-    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
-)
 CANARY = "Pw-c4n4ry-'\"$(touch pwned)`touch pwned`\\-Ä密"
-
-
-def mok_source() -> ExportSource:
-    """Debian 12 with Secure Boot on and a DKMS-built driver: the plan asks for a MOK password."""
-    facts = facts_of("t4-debian12-fresh")
-    facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
-    table = load_table()
-    recommendation = recommend(table, target_from_facts(facts, table), Choices())
-    assert isinstance(recommendation, Recommendation)
-    selection, plan = plan_for(facts, recommendation, Options(), table)
-    return ExportSource(plan, selection, facts, version="0.1.0")
 
 
 def cases() -> dict[str, ExportSource]:

@@ -16,9 +16,9 @@ from gpuwizard.export.bash import render_bash
 from gpuwizard.export.cloud_init import render_cloud_init
 from gpuwizard.export.source import ExportError
 from gpuwizard.plan import Run, StepPlan, WriteFile
-from tests.export.conftest import check_golden
+from tests.export.conftest import check_golden, mok_source
 from tests.export.deploy_harness import source_with
-from tests.export.test_bash import CASES, mok_source
+from tests.export.test_bash import CASES
 
 UNATTENDED = {
     name: source for name, source in CASES.items() if name != "t4-debian12-secureboot-mok"

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,11 +27,8 @@ from gpuwizard.planner import Options
 from gpuwizard.recommend.table import load_table
 from gpuwizard.steps import build_plan
 from gpuwizard.version import Version
-from tests.export.conftest import PROFILES, check_golden, source_for
+from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, source_for, tool
 
-ALL_OPTIONS = Options(
-    docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
-)
 ALL_OPTIONS_CASE = "a100x4-ubuntu2004-fresh-all-options"
 CASES = {
     **{p: (p, Options()) for p in PROFILES},
@@ -45,16 +40,6 @@ CASES = {
 def case_source(case: str) -> ExportSource:
     profile, options = CASES[case]
     return source_for(profile, options)
-
-
-def tool(name: str) -> str:
-    """A linter from the dev environment; skipped when absent, unless GPUWIZARD_CI is set."""
-    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
-    if found is None:
-        if os.environ.get("GPUWIZARD_CI"):
-            pytest.fail(f"{name} is missing and GPUWIZARD_CI is set: install the test extra")
-        pytest.skip(f"{name} is not installed (pip install -e '.[test]' provides it)")
-    return found
 
 
 def instructions(dockerfile: str) -> list[str]:

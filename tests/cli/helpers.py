@@ -1,0 +1,21 @@
+"""Running the installed ``gpuwizard`` command the way a person does, with a private state home."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def gpuwizard(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``gpuwizard ARGS`` with XDG_STATE_HOME=home (and cwd=home unless given); never paced."""
+    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home), "GPUWIZARD_SIM_BENCH_PACE": "0"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuwizard", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or home,
+        timeout=120,
+        check=False,
+    )
