@@ -52,10 +52,17 @@ class ExportScreen(Screen[list[str]]):
     """
 
     def __init__(
-        self, formats: Sequence[tuple[str, str]], render: Render, write: Write, folder: str
+        self,
+        formats: Sequence[tuple[str, str]],
+        render: Render,
+        write: Write,
+        folder: str,
+        note: str | None = None,
     ) -> None:
-        """``formats``: (name, title) in order; every one is chosen at first."""
+        """``formats``: (name, title) in order; every one is chosen at first. ``note``: a
+        warning about the plan, shown until the files are written."""
         super().__init__()
+        self.note = note
         self.formats = list(formats)
         self.render_format = render
         self.write_files = write
@@ -73,10 +80,12 @@ class ExportScreen(Screen[list[str]]):
                 yield Input(self.folder, id="folder")
             with VerticalScroll(id="preview-box"):
                 yield Static("", id="preview")
-        yield Static(
-            Text("space: choose a format · arrows: preview it · w (or enter in the folder): write"),
-            id="export-status",
+        keys = Text(
+            "space: choose a format · arrows: preview it · w (or enter in the folder): write"
         )
+        if self.note:
+            keys = Text.assemble(("Note: ", "bold yellow"), self.note, "\n", keys)
+        yield Static(keys, id="export-status")
         yield Footer()
 
     def on_mount(self) -> None:

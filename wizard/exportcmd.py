@@ -15,7 +15,7 @@ from pathlib import Path
 from gpuwizard.detect import detect_host
 from gpuwizard.export.answers import Answers
 from gpuwizard.export.formats import FORMATS, ExportFile, render
-from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
 from gpuwizard.headless import ApplyError, ApplyRequest, make_plan
 from gpuwizard.machine import Machine
 from gpuwizard.runner.control import current
@@ -88,6 +88,8 @@ def choose_source(
 def run_export(args: argparse.Namespace, machine: Machine, answers: Answers | None) -> int:
     formats = parse_formats(args.format)
     source, note = choose_source(machine, answers, args.accept_changes)
+    if source.already_set_up:
+        note = f"{note}; {ALREADY_SET_UP}" if note else ALREADY_SET_UP
     files: list[ExportFile] = []
     for name in formats:
         try:

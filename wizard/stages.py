@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.export.formats import FORMATS, render
-from gpuwizard.export.source import ExportSource
+from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.flow import NEXT, Stage, StartState, after_install, start_stage
 from gpuwizard.plan import Plan
@@ -329,6 +329,7 @@ class Wizard:
             lambda name: render(source, name),
             lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
             str(Path.home() / "gpuwizard-export"),
+            ALREADY_SET_UP[0].upper() + ALREADY_SET_UP[1:] if source.already_set_up else None,
         )
         self.switch_to(screen, self.exported)
 

@@ -3,6 +3,7 @@ one line with exit status 2."""
 
 from __future__ import annotations
 
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -102,3 +103,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], fragm
 def test_a_machine_with_no_gpu_has_nothing_to_export(tmp_path: Path) -> None:
     line = one_line_error(gpuwizard(tmp_path, "--simulate", "nogpu-ubuntu2204", "export"))
     assert "no NVIDIA GPU" in line
+
+
+def test_a_machine_set_up_already_exports_with_a_note_that_the_plan_only_verifies(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "answers.yaml"
+    config.write_text(render_answers(source_for("t4-debian12-fresh")))
+    codes = [gpuwizard(tmp_path, "--simulate", "t4-debian12-fresh", "apply", "--yes").returncode for _ in range(2)]  # fmt: skip
+    assert codes == [10, 0], "installed, rebooted, finished"
+
+    done = gpuwizard(tmp_path, "--simulate", "t4-debian12-fresh", "export", "--config", str(config), "--accept-changes", "--format", "script")  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert "set up already" in done.stderr and "apply --config answers.yaml" in done.stderr
+    assert re.search(r"^# Steps \([01]\):$", done.stdout, re.M), "at most the verification is left"

@@ -3,6 +3,8 @@ and each file names itself as the front ends expect."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpuwizard.export.formats import FORMATS, render
@@ -23,3 +25,11 @@ def test_every_format_renders_for_every_recorded_host(profile: str) -> None:
         for file in render(source, fmt):
             assert file.content.endswith("\n") and "\0" not in file.content
             assert source.version in file.content or file.name == "docker-host.md", file.name
+
+
+def test_a_plan_with_nothing_left_but_the_verification_says_the_machine_is_set_up() -> None:
+    source = source_for("h100x8-ubuntu2204-fresh")
+    assert not source.already_set_up
+    verify_only = [s if s.id == "verify-torch" else dataclasses.replace(s, actions=()) for s in source.plan.steps]  # fmt: skip
+    done = dataclasses.replace(source, plan=dataclasses.replace(source.plan, steps=tuple(verify_only)))  # fmt: skip
+    assert done.already_set_up

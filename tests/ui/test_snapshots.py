@@ -16,7 +16,7 @@ from gpuwizard.detect.recording import recorded_host
 from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import FORMATS, render
-from gpuwizard.export.source import ExportSource
+from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.facts import VerifyReport
 from gpuwizard.planner import Options, plan_for
 from gpuwizard.recommend.engine import recommend
@@ -101,13 +101,13 @@ def plan():  # type: ignore[no-untyped-def]
     return plan_for(FACTS, recommendation(), Options(), TABLE)[1]
 
 
-def export_screen() -> ExportScreen:
+def export_screen(note: str | None = None) -> ExportScreen:
     """The Export screen on the plan above, writing nowhere."""
     selection, made = plan_for(FACTS, recommendation(), Options(), TABLE)
     source = ExportSource(made, selection, FACTS, version="0.1.0")
     formats = [(f.name, f.title) for f in FORMATS.values()]
     return ExportScreen(
-        formats, lambda name: render(source, name), lambda d, f: [], "/root/gpuwizard-export"
+        formats, lambda name: render(source, name), lambda d, f: [], "/root/gpuwizard-export", note
     )
 
 
@@ -156,6 +156,7 @@ SCREENS = {
     "resume-stopped": lambda: ResumeScreen([], "Reboot", rebooted=False, problem="the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"),
     "verify": lambda: VerifyScreen(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),
     "export": export_screen,
+    "export-set-up-already": lambda: export_screen(ALREADY_SET_UP),
     "done": lambda: DoneScreen(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs"),
     "help": lambda: HelpScreen("/var/lib/gpuwizard", simulated=True),
     "secret": lambda: SecretScreen("One-time MOK password (8-16 characters)"),

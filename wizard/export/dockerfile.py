@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, packaged_pythons
-from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
 from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
 from gpuwizard.facts import Installs, PythonEnv
 from gpuwizard.paths import PYTHONS_DIR
@@ -216,7 +216,7 @@ def step_layers(source: ExportSource) -> list[Layer | str]:
         if step.id == "add-cuda-repo":
             out.append(f"{head}. {_IN_BASE}")
             continue
-        if step.id == "verify-torch":
+        if step.id == VERIFY_STEP:
             out.append(f"{head}. {_AT_START}")
             continue
         actions = step.actions

@@ -13,6 +13,14 @@ from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.selection import Selection
 
+VERIFY_STEP = "verify-torch"
+ALREADY_SET_UP = (
+    "this machine was set up already, so its plan has nothing left to do but verify: deploy.sh "
+    "and the playbook list the other steps as done. For a fresh server, replay answers.yaml "
+    "there (gpuwizard apply --config answers.yaml), or export from the run that set this "
+    "machine up."
+)
+
 
 class ExportError(ValueError):
     """An export cannot be made; the message says why and what to do."""
@@ -60,3 +68,8 @@ class ExportSource:
         os = self.facts.os
         system = (os.pretty_name or f"{os.id} {os.version_id}") if os else "unknown OS"
         return f"{gpu}, {system}"
+
+    @property
+    def already_set_up(self) -> bool:
+        """No step but the verification has anything to do: the plan reproduces nothing."""
+        return all(s.satisfied or s.id == VERIFY_STEP for s in self.plan.steps)
