@@ -133,8 +133,9 @@ class ExportScreen(Screen[list[str]]):
             self.status(Text(f"Cannot write to {folder}: {error.strerror}", style="bold red"))
             return
         self.written = [str(p) for p in paths]
-        lines = Text(f"Wrote {len(paths)} file(s) to {folder}:\n", style="bold green")
-        lines.append("\n".join(f"  {p}" for p in self.written))
+        where = paths[0].parent if paths else Path(folder)
+        lines = Text(f"Wrote {len(paths)} file(s) to {where}:\n", style="bold green")
+        lines.append("  " + "  ".join(p.name for p in paths))
         for line in skipped:
             lines.append(f"\nnot written: {line}", style="yellow")
         self.status(lines)

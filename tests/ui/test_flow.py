@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from gpuwizard.app import GpuWizardApp
 from gpuwizard.host import Host
@@ -102,6 +102,8 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         folder.value = ""
         await pilot.press(*str(home / "exported"), "enter")  # typed, then enter writes
         written = pilot.app.screen.written  # type: ignore[attr-defined]
+        status = str(pilot.app.screen.query_one("#export-status", Static).content)
+        assert f"Wrote 6 file(s) to {home / 'exported'}" in status and "cloud-init.yaml" in status
         assert {Path(p).name for p in written} == {"deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml"}  # fmt: skip
         await pilot.press("c")
         await until(pilot, on_screen(pilot, DoneScreen))

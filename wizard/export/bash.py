@@ -47,7 +47,7 @@ _FETCH_OPTIONS = {"--sha256": True, "--sha256-url": True, "--member": True, "--d
 
 
 def render_bash(source: ExportSource) -> str:
-    """The plan as deploy.sh, ready to write out (mode 0700) and run as root.
+    """The plan as deploy.sh, ready to write out (mode 0755: it holds no secret) and run as root.
 
     Raises:
         ExportError: a value bash cannot carry, or an action this script cannot express.
