@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,34 @@ def test_any_text_in_a_string_field_loads_back_exactly_or_is_refused(value: str)
     except AnswersError as error:  # only for text YAML cannot carry (some control characters)
         loaded, refused = None, str(error)
     assert loaded == value or (loaded is None and refused and "\n" not in refused)
+
+
+T37_TRAPS = ("no", "on", "12.10", "3.10", "0755", "1e3", "~", "535.104.05", "null", "yes", "0x1F")
+
+
+@pytest.mark.parametrize("trap", T37_TRAPS)
+def test_t37_yaml_implicit_typing_traps_come_back_as_the_same_strings(trap: str) -> None:
+    """reliability.md T37: a value YAML would read as a bool, float, octal or null stays text."""
+    source = source_for(
+        "h100x8-ubuntu2204-fresh", Options(env_name=trap if trap[0].isalnum() else "x")
+    )
+    text = render_answers(source)
+    data = yaml.safe_load(text)
+    data["made_on"]["gpu"] = data["made_on"]["os_version"] = trap
+    data["plan"] = [trap]
+    dumped = yaml.dump(data, Dumper=answers_module._QuotingDumper, sort_keys=False)
+    loaded = load_answers(dumped)
+    assert (loaded.made_on.gpu, loaded.made_on.os_version, loaded.plan) == (trap, trap, (trap,))
+    if trap[0].isalnum():
+        assert load_answers(text).options.env_name == trap
+
+
+@pytest.mark.parametrize(
+    ("unquoted", "why"),
+    [("2.14", "expected a string, got the number"), ("12.10", "expected a string, got the number"),
+     ("1e3", "'1e3' is not a version")],
+)  # fmt: skip
+def test_t37_a_version_written_as_a_number_is_refused(unquoted: str, why: str) -> None:
+    text = render_answers(source_for("h100x8-ubuntu2204-fresh")).replace('"2.14.1"', unquoted)
+    with pytest.raises(AnswersError, match=re.escape(f"choices.torch: {why}")):
+        load_answers(text)

@@ -137,3 +137,33 @@ def test_a_path_with_nul_or_newline_is_refused_with_a_one_line_message(before, b
     assert message.startswith("step bad: ")
     assert "\n" not in message
     assert "\0" not in message
+
+
+LONG_PATH = "/opt/" + "/".join(["d" * 200] * 20)  # 4,025 bytes: a path, not a file to make
+T36_VALUES = (
+    "/opt/my env", "/opt/$(touch pwn-canary)", "/opt/; rm -rf ~", "/opt/`touch pwn-canary`",
+    "-rf", "/opt/-leading", "/opt/ünï-密", LONG_PATH,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("value", T36_VALUES, ids=lambda v: repr(v)[:30])
+def test_t36_hostile_paths_are_quoted_executed_as_data_and_never_run(value: str) -> None:
+    """reliability.md T36: the values of the fault case reach deploy.sh's tool, environment and
+    files exactly, bash -n and shellcheck pass, and the canary is never created."""
+    name = value.rsplit("/", 1)[-1][:100] or "x"
+    with tempfile.TemporaryDirectory() as folder:
+        machine = Deploy(Path(folder))
+        script = machine.write_script(hostile_source(value, [value], value, name, value, value))
+        assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+        lint = subprocess.run([SHELLCHECK, str(script)], capture_output=True, check=False)
+        assert lint.returncode == 0, lint.stdout.decode(errors="replace")
+
+        result = machine.run(env={"GPUWIZARD_SECRET_PW": "s3cret"})
+
+        assert result.code == 0, result.output
+        calls = machine.calls()
+        assert calls[0]["argv"] == ["fake-tool", value] and calls[0]["env"] == {
+            "GW_TEST_VALUE": value
+        }
+        assert machine.path(f"/files/{name}").read_text() == value
+        assert not list(Path(folder).rglob("pwn-canary")), "a value was executed"

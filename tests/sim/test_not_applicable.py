@@ -21,13 +21,11 @@ end-to-end version would add nothing:
 - T32 window size and a missing working directory: a plan's ``Run`` has no working directory,
   and the 200-column pty and the cwd check are properties of the pty driver, tested in
   tests/runner/test_pty.py.
-- T36's generated scripts (``bash -n``, running an export under the shims): no exporter exists
-  yet (ARCHITECTURE §13). The input half, hostile environment names refused before anything is
-  planned, is test_t36 in test_faults_state.py; the runner itself never goes through a shell.
-- T37 YAML implicit typing: nothing the runner or the simulation writes or reads is YAML (the
-  journal, events, run record and facts are JSON, where "12.10" stays a string), and the answers
-  file of ARCHITECTURE E3 is not built yet. The YAML compatibility table's traps are refused at
-  load by gpuwizard.codec (tests/unit/test_codec.py, tests/recommend/test_table.py).
+- T36 and T37 are tested where the values meet YAML and shell: the exporters
+  (tests/export/test_bash_hostile.py ``test_t36_*`` runs deploy.sh with the fault case's values
+  under fake tools; tests/export/test_answers.py ``test_t37_*``), and hostile environment names
+  refused before anything is planned (test_t36 in test_faults_state.py). The runner itself never
+  goes through a shell and writes no YAML (the journal, events and facts are JSON).
 - T09, T10 and T28 name the TUI: here the front end is ``gpuwizard apply``, which shares the
   launcher, run record, lock and event follower with it (test_t09, test_t10, test_t28); the TUI's
   own responsiveness under a flood belongs to its Pilot tests in tests/ui.
