@@ -42,7 +42,8 @@ async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: 
 
 
 def on_screen(pilot: Pilot[object], kind: type) -> Callable[[], bool]:
-    return lambda: isinstance(pilot.app.screen, kind)
+    """The screen shows and is mounted: a key pressed earlier may find no binding yet."""
+    return lambda: isinstance(pilot.app.screen, kind) and pilot.app.screen.is_mounted
 
 
 async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_done(
