@@ -30,7 +30,7 @@ class ExportUsageError(ValueError):
 
 
 def parse_formats(text: str | None) -> list[str]:
-    if not text:
+    if text is None:
         return list(FORMATS)
     wanted = [f.strip() for f in text.split(",") if f.strip()]
     unknown = [f for f in wanted if f not in FORMATS]
@@ -101,6 +101,8 @@ def run_export(args: argparse.Namespace, machine: Machine, answers: Answers | No
         _say(note)
         return 0
     directory = args.output or Path(DEFAULT_DIR)
+    if directory.exists() and not directory.is_dir():
+        raise ExportUsageError(f"-o {directory}: that is a file; give a folder to write into")
     try:
         paths = write_files(directory, [(f.name, f.content, f.mode) for f in files])
     except OSError as error:

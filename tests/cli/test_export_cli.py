@@ -90,10 +90,19 @@ def test_an_answers_file_from_another_kind_of_server_is_refused_in_one_line(
     [
         (["--format", "zip"], "unknown format 'zip'"),
         (["--format", ","], "none given"),
+        (["--format", ""], "none given"),
         (["--config", "/nonexistent/answers.yaml"], "/nonexistent/answers.yaml"),
         (["-o", "/proc/version/out"], "-o /proc/version/out"),
+        (["-o", "/proc/version"], "-o /proc/version: that is a file"),
     ],
-    ids=["unknown format", "empty format", "missing answers file", "output folder not creatable"],
+    ids=[
+        "unknown format",
+        "only a comma",
+        "empty format",
+        "missing answers file",
+        "output folder not creatable",
+        "output is a file",
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], fragment: str) -> None:
     line = one_line_error(gpuwizard(tmp_path, "--simulate", H100, "export", *args))
