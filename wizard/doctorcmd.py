@@ -55,6 +55,8 @@ def user_state_dir() -> Path:
 def run_doctor(args: argparse.Namespace, machine: Machine) -> int:
     logs = named_logs(args.log)
     host = machine.host()
+    if args.env is not None and not host.is_dir(args.env):
+        raise DoctorUsageError(f"--env {args.env}: no such folder (give a venv or conda env)")
     extra = () if machine.simulated else (user_state_dir(),)
     result: Diagnosis = diagnose(host, machine.state_dir, logs, env=args.env, bench_dirs=extra)
     bundle = None

@@ -85,6 +85,14 @@ def test_a_missing_log_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert err == "gpuwizard: --log /no/such/train.log: No such file or directory\n"
 
 
+def test_an_env_that_is_not_there_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = doctor(capsys, "--simulate", SICK, "--env", "/no/such/env")
+    assert (code, out) == (2, "")
+    assert err == "gpuwizard: --env /no/such/env: no such folder (give a venv or conda env)\n"
+
+
 def test_the_bundle_is_written_private_and_never_over_a_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
