@@ -129,8 +129,15 @@ def summary(recommendation: Recommendation, selection: Selection) -> tuple[str, 
         driver,
         f"pytorch: torch {t.version} ({t.variant}), torchvision {t.torchvision or 'UNCONFIRMED'}",
         f"environment: {e.kind} {e.path} (Python {e.python}, {e.python_source})",
-        f"status: {recommendation.status}",
+        FIT[recommendation.status],
     )
+
+
+FIT = {
+    "ok": "fit: as the machine is",
+    "ok_after_changes": "fit: after the changes this plan makes first",
+}
+"""The recommendation's status as the plan's summary says it (Review, Done, every export)."""
 
 
 def plan_for(

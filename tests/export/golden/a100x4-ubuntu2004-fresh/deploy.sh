@@ -5,7 +5,7 @@
 #   driver: install R550 (proprietary)
 #   pytorch: torch 2.14.1 (cu126), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.12, standalone)
-#   status: ok_after_changes
+#   fit: after the changes this plan makes first
 # Steps (10):
 #    1. Apply the pending kernel update
 #    2. Reboot into the updated kernel (reboot)

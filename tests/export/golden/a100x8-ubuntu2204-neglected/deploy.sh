@@ -5,7 +5,7 @@
 #   driver: keep 535.216.01
 #   pytorch: torch 2.14.1 (cu126), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.10, system)
-#   status: ok
+#   fit: as the machine is
 # Steps (2):
 #    1. Install PyTorch 2.14.1 (cu126)
 #    2. Verify PyTorch on every GPU

@@ -5,7 +5,7 @@
 #   driver: install R580 (open)
 #   pytorch: torch 2.14.1 (cu130), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.12, system)
-#   status: ok
+#   fit: as the machine is
 # Steps (15):
 #    1. Disable the nouveau driver
 #    2. Install the NVIDIA driver

@@ -5,7 +5,7 @@
 #   driver: install R580 (open)
 #   pytorch: torch 2.14.1 (cu130), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.11, system)
-#   status: ok_after_changes
+#   fit: after the changes this plan makes first
 # Steps (10):
 #    1. Install kernel headers
 #    2. Prepare Secure Boot key enrollment (MOK)

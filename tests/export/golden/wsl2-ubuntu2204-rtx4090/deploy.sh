@@ -5,7 +5,7 @@
 #   driver: keep 576.88
 #   pytorch: torch 2.14.1 (cu126), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.10, system)
-#   status: ok
+#   fit: as the machine is
 # Steps (3):
 #    1. Create the Python environment /opt/gpuwizard/envs/pytorch
 #    2. Install PyTorch 2.14.1 (cu126)
