@@ -1,8 +1,9 @@
 """``gpuwizard export``: the chosen setup as files, without the TUI.
 
 What is exported, in order of preference: the plan of an answers file (``--config``) planned
-for this machine; else the plan the wizard's last run reviewed (its journal); else a fresh plan
-of the recommendation with default choices, said so on stderr. One format without ``-o``
+for this machine; else the setup the wizard's runs made here (``gpuwizard.setups``: the last
+run's plan, or the last one that changed the machine); else a fresh plan of the recommendation
+with default choices, said so on stderr. One format without ``-o``
 prints to stdout; otherwise the files are written (atomically) into the output folder.
 """
 
@@ -18,9 +19,8 @@ from gpuwizard.export.formats import FORMATS, ExportFile, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
 from gpuwizard.headless import ApplyError, ApplyRequest, make_plan
 from gpuwizard.machine import Machine
-from gpuwizard.runner.control import current
 from gpuwizard.runner.files import write_files
-from gpuwizard.runner.layout import load_planned_facts
+from gpuwizard.setups import SetupError, exportable_setup
 
 DEFAULT_DIR = "gpuwizard-export"
 
@@ -40,21 +40,6 @@ def parse_formats(text: str | None) -> list[str]:
             f" (choose from {', '.join(FORMATS)})"
         )
     return list(dict.fromkeys(wanted))
-
-
-def source_from_state(machine: Machine) -> ExportSource | None:
-    """The plan the wizard's last run reviewed, or None when there was no run."""
-    state = current(machine.state_dir, None)
-    if state.journal is None:
-        if state.problem:
-            raise ExportUsageError(f"cannot read the wizard's journal: {state.problem}")
-        return None
-    try:
-        facts = load_planned_facts(machine.state_dir)
-    except (OSError, ValueError) as error:
-        raise ExportUsageError(f"cannot read the facts the plan was made on: {error}") from None
-    journal = state.journal.data
-    return ExportSource(journal.plan, journal.selection, facts)
 
 
 def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
@@ -77,19 +62,24 @@ FRESH_NOTE = "no setup was run here yet: exported the recommended plan for this 
 def choose_source(
     machine: Machine, answers: Answers | None, accept: bool
 ) -> tuple[ExportSource, str | None]:
-    """The source, and a note to print once the export succeeded (when it was planned afresh)."""
+    """The source, and a note to print once the export succeeded: the answers planned for this
+    machine; else the setup the wizard's runs made here; else a fresh plan, said so."""
     if answers is not None:
         return source_planned(machine, answers, accept), None
-    if (source := source_from_state(machine)) is not None:
-        return source, None
+    try:
+        setup = exportable_setup(machine.state_dir)
+    except SetupError as error:
+        raise ExportUsageError(str(error)) from None
+    if setup is not None:
+        return setup.source, setup.note
     return source_planned(machine, None, accept), FRESH_NOTE
 
 
 def run_export(args: argparse.Namespace, machine: Machine, answers: Answers | None) -> int:
     formats = parse_formats(args.format)
     source, note = choose_source(machine, answers, args.accept_changes)
-    if source.already_set_up:
-        note = f"{note}; {ALREADY_SET_UP}" if note else ALREADY_SET_UP
+    if source.already_set_up and note is None:
+        note = ALREADY_SET_UP
     files: list[ExportFile] = []
     for name in formats:
         try:

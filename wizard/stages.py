@@ -41,6 +41,7 @@ from gpuwizard.screens.review import ReviewScreen
 from gpuwizard.screens.verify import VerifyScreen
 from gpuwizard.screens.waiting import Waiting
 from gpuwizard.selection import Selection
+from gpuwizard.setups import SetupError, exportable_setup
 from gpuwizard.version import Version
 
 if TYPE_CHECKING:
@@ -322,14 +323,23 @@ class Wizard:
         assert self.plan is not None
         assert self.selection is not None
         assert self.facts is not None
-        source = ExportSource(self.plan, self.selection, self.facts)
+        source, note = ExportSource(self.plan, self.selection, self.facts), None
+        if source.already_set_up:  # this run only verified: export the run that set it up
+            try:
+                setup = exportable_setup(self.backend.state_dir)
+            except SetupError:
+                setup = None
+            if setup is not None:
+                source, note = setup.source, setup.note
+            else:
+                note = ALREADY_SET_UP
         formats = [(f.name, f.title) for f in FORMATS.values()]
         screen = ExportScreen(
             formats,
             lambda name: render(source, name),
             lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
             str(Path.home() / "gpuwizard-export"),
-            ALREADY_SET_UP[0].upper() + ALREADY_SET_UP[1:] if source.already_set_up else None,
+            note[0].upper() + note[1:] if note else None,
         )
         self.switch_to(screen, self.exported)
 

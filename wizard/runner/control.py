@@ -26,7 +26,7 @@ from gpuwizard.host import Host
 from gpuwizard.plan import Plan
 from gpuwizard.runner.files import make_private_dir
 from gpuwizard.runner.journal import Journal, JournalError, new_journal
-from gpuwizard.runner.layout import EVENTS, JOURNAL, save_planned_facts
+from gpuwizard.runner.layout import EVENTS, JOURNAL, PLANNED_FACTS, save_planned_facts
 from gpuwizard.runner.lock import (
     AlreadyRunning,
     RunnerLock,
@@ -117,7 +117,7 @@ def prepare_run(state_dir: Path, plan: Plan, selection: Selection, facts: HostFa
     if RunnerLock(state_dir).is_held_elsewhere():
         raise AlreadyRunning("a gpuwizard runner is at work on this machine; attach to it instead")
     run_id = f"run-{uuid.uuid4().hex[:8]}"
-    for name in (JOURNAL, EVENTS):
+    for name in (JOURNAL, EVENTS, PLANNED_FACTS):  # kept together: exports read earlier setups
         old = state_dir / name
         if old.exists():
             old.replace(state_dir / f"{old.stem}-before-{run_id}{old.suffix}")
