@@ -18,7 +18,7 @@ from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.detect import detect_host
-from gpuwizard.machine import Machine
+from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.runner.control import current
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -69,8 +69,7 @@ def built_env(state_dir: Path) -> str:
 def writable_state_dir(preferred: Path) -> Path:
     if os.access(preferred if preferred.exists() else preferred.parent, os.W_OK):
         return preferred
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpuwizard"
+    return user_state_dir()
 
 
 def run_bench(args: argparse.Namespace, machine: Machine) -> int:

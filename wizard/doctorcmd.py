@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from gpuwizard.doctor.diagnose import Diagnosis, diagnose
 from gpuwizard.doctor.observed import LogText
 from gpuwizard.doctor.readings import tail_text
 from gpuwizard.doctor.report import text_lines, to_json
-from gpuwizard.machine import Machine
+from gpuwizard.machine import Machine, user_state_dir
 
 
 class DoctorUsageError(ValueError):
@@ -44,12 +43,6 @@ def bundle_path(requested: str) -> Path:
         return Path(name)
     path = Path(requested)
     return path / name if path.is_dir() else path
-
-
-def user_state_dir() -> Path:
-    """Where a non-root ``gpuwizard bench`` keeps its results."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpuwizard"
 
 
 def run_doctor(args: argparse.Namespace, machine: Machine) -> int:

@@ -18,13 +18,13 @@ Nothing here ever touches the real system: every path is the sandbox's.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuwizard.codec import from_jsonable, to_jsonable
+from gpuwizard.machine import user_state_dir
 from gpuwizard.runner.files import write_atomic
 
 SIM_ENV = "GPUWIZARD_SANDBOX"
@@ -32,8 +32,7 @@ STATE_ENV = "GPUWIZARD_STATE"
 
 
 def state_home() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpuwizard"
+    return user_state_dir()
 
 
 @dataclass(frozen=True)
