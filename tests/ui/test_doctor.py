@@ -23,7 +23,7 @@ from gpuwizard.screens.install import InstallScreen
 from gpuwizard.screens.recommend import RecommendScreen
 from gpuwizard.screens.review import ReviewScreen
 from gpuwizard.sim.backend import sim_backend
-from tests.ui.test_flow import on_screen, until
+from tests.ui.test_flow import on_screen, press_until, until
 from tests.ui.test_snapshots import FakeRun, plan
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -110,8 +110,7 @@ async def test_a_failing_dkms_build_shows_its_make_log_and_fix_on_the_step_scree
     app = GpuWizardApp(backend)
     async with app.run_test(size=(100, 32)) as pilot:
         await until(pilot, on_screen(pilot, DetectScreen))
-        await pilot.press("enter")
-        await until(pilot, on_screen(pilot, RecommendScreen))
+        await press_until(pilot, "enter", RecommendScreen)
         await pilot.press("c")
         await until(pilot, on_screen(pilot, ReviewScreen))
         await pilot.press("s")
