@@ -27,7 +27,6 @@ from gpuwizard.screens.review import ReviewScreen
 from gpuwizard.screens.verify import VerifyScreen
 from gpuwizard.sim.backend import sim_backend
 from gpuwizard.sim.sandbox import Sandbox
-from tests.cli.helpers import gpuwizard
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -170,26 +169,3 @@ async def test_a_machine_that_cannot_be_looked_at_ends_the_wizard_with_one_line(
         "gpuwizard: could not look at this machine: "
         "[Errno 13] Permission denied: '/sys/bus/pci/devices'"
     )
-
-
-async def test_opened_again_on_a_set_up_machine_the_export_is_the_setup_that_ran(
-    home: Path,
-) -> None:
-    for _ in range(2):  # gpuwizard apply --yes: install, reboot, finish
-        gpuwizard(home, "--simulate", "t4-debian12-fresh", "apply", "--yes")
-    app = GpuWizardApp(sim_backend("t4-debian12-fresh", home=home / "gpuwizard"))
-    async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, on_screen(pilot, DetectScreen))
-        await press_until(pilot, "enter", RecommendScreen)
-        for screen, key in ((RecommendScreen, "c"), (ReviewScreen, "s"), (InstallScreen, "a")):
-            await until(pilot, on_screen(pilot, screen))
-            await pilot.press(key)
-        await until(pilot, on_screen(pilot, VerifyScreen))
-        await pilot.press("enter")
-        await until(pilot, on_screen(pilot, BenchmarkScreen))
-        await pilot.press("s")
-        await until(pilot, on_screen(pilot, ExportScreen))
-        screen = pilot.app.screen
-        assert screen.note and "earlier run" in screen.note  # type: ignore[attr-defined]
-        files = screen.render_format("script")  # type: ignore[attr-defined]
-        assert "install-nvidia-driver" in files[0].content, "the plan that set the machine up"
