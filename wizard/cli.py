@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuwizard.cliargs import UsageError, build_parser
+from gpuwizard.inputs import MIB, InputError, read_text
 
 if TYPE_CHECKING:
     from gpuwizard.export.answers import Answers
@@ -31,18 +32,39 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNSUPPORTED = 3
 
+SIMULATION_OFFER = (
+    "No NVIDIA GPU here: to try gpuwizard anyway, add --simulate PROFILE "
+    "(e.g. --simulate h100x8-ubuntu2204-fresh; `gpuwizard profiles` lists them)."
+)
+
+
+def simulated_profile(args: argparse.Namespace) -> str | None:
+    """The built-in profile ``--simulate`` names, checked; None for this machine.
+
+    Checked by name, never by truth: ``--simulate ""`` is a mistake to report, not a request
+    for the real machine.
+    """
+    name: str | None = args.simulate
+    if name is None:
+        return None
+    from gpuwizard.sim.profiles import UnknownProfile, find_profile
+
+    try:
+        find_profile(name)
+    except UnknownProfile as error:
+        raise UsageError(f"--simulate: {error}") from None
+    return name
+
 
 def host_for(args: argparse.Namespace) -> Host:
     """The simulated profile when one is named, else the real machine."""
     from gpuwizard.detect import local_host
 
-    if args.simulate:
-        from gpuwizard.sim.profiles import UnknownProfile, profile_host
+    profile = simulated_profile(args)
+    if profile is not None:
+        from gpuwizard.sim.profiles import profile_host
 
-        try:
-            return profile_host(args.simulate)
-        except UnknownProfile as error:
-            raise UsageError(f"--simulate: {error}") from None
+        return profile_host(profile)
     return local_host()
 
 
@@ -69,12 +91,15 @@ def cmd_detect(args: argparse.Namespace) -> int:
         print(json.dumps(envelope, indent=2, ensure_ascii=False))
     else:
         print("\n".join(host_lines(facts, findings)))
+        if not facts.hardware.gpus and args.simulate is None:
+            print(SIMULATION_OFFER, file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     # The solver is loaded only here: `detect --json` stays fast without it.
     from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.pins import check_pins
     from gpuwizard.recommend.result import Choices, Refusal, to_json_contract
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
@@ -82,10 +107,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     table = load_table()
     try:
-        target = recommend_target(args, table)
+        target, this_machine = recommend_target(args, table)
+        check_pins(table, args.torch, args.variant)
         choices = Choices(
             torch=args.torch,
-            variant=check_variant(args.variant),
+            variant=args.variant,
             keep_driver=args.keep_driver,
             needs_nvcc=args.needs_nvcc,
         )
@@ -104,32 +130,32 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print("\n".join(recommendation_lines(result)))
         if online is not None:
             print("\nOnline: " + str(online["summary"]))
+    if isinstance(result, Refusal) and not result.gpus and this_machine and args.simulate is None:
+        print(SIMULATION_OFFER, file=sys.stderr)
     return EXIT_UNSUPPORTED if isinstance(result, Refusal) else EXIT_OK
 
 
-def check_variant(variant: str | None) -> str | None:
-    if variant is not None and not re.fullmatch(r"cu\d{3}", variant):
-        raise UsageError(f"--variant {variant!r}: expected a CUDA build name like cu126 or cu130")
-    return variant
-
-
-def recommend_target(args: argparse.Namespace, table: CompatTable) -> Target:
+def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Target, bool]:
+    """The host to recommend for, and whether it is the one this command runs on (or simulates)."""
     from gpuwizard.recommend.target import target_from_facts, target_from_spec
 
     described = args.gpu or args.os or args.driver or args.driver_flavor or args.python
     if args.facts and described:
         raise UsageError("--facts describes the whole host; drop --gpu/--os/--driver/--python")
     if args.facts:
-        return target_from_facts(read_facts(args.facts), table)
+        return target_from_facts(read_facts(args.facts), table), False
     if described:
         if not args.gpu or not args.os:
             raise UsageError(
                 "describe a host with both --gpu and --os (e.g. --gpu H100 --os ubuntu:22.04)"
             )
-        return target_from_spec(
-            table, args.gpu, args.os, args.arch, args.driver, args.driver_flavor, args.python
-        )
-    return target_from_facts(detect_facts(args), table)
+        spec = (args.gpu, args.os, args.arch, args.driver, args.driver_flavor, args.python)
+        return target_from_spec(table, *spec), False
+    return target_from_facts(detect_facts(args), table), True
+
+
+FACTS_MAX_BYTES = 16 * MIB
+"""`detect --json` of an 8-GPU server is about 40 KiB; anything near this is not a facts file."""
 
 
 def read_facts(path: Path) -> HostFacts:
@@ -137,14 +163,9 @@ def read_facts(path: Path) -> HostFacts:
     from gpuwizard.facts import HostFacts
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"--facts {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--facts {path}: not a UTF-8 text file") from None
-    try:
+        text = read_text(path, FACTS_MAX_BYTES, "a facts file")
         return HostFacts.from_json(text)
-    except CodecError as error:
+    except (InputError, CodecError) as error:
         raise UsageError(f"--facts {path}: {error}") from None
 
 
@@ -176,50 +197,52 @@ def online_report(table: CompatTable) -> dict[str, object]:
 
 
 def backend_for(args: argparse.Namespace) -> Backend:
-    if args.simulate:
+    profile = simulated_profile(args)
+    if profile is not None:
         from gpuwizard.sim.backend import sim_backend
-        from gpuwizard.sim.profiles import UnknownProfile, find_profile
 
-        try:
-            find_profile(args.simulate)
-        except UnknownProfile as error:
-            raise UsageError(f"--simulate: {error}") from None
-        return sim_backend(args.simulate, reset=getattr(args, "reset", False))
+        return sim_backend(profile, reset=getattr(args, "reset", False))
     if getattr(args, "reset", False):
         raise UsageError("--reset starts a simulated host over; it needs --simulate PROFILE")
     return real_backend()
 
 
-def reboot_this_machine() -> None:
+REBOOT_COMMAND = ("systemctl", "reboot")
+
+
+def reboot_this_machine(run: Callable[[list[str]], object] | None = None) -> None:
+    """Reboot the real machine (the person confirmed it); ``run`` carries out the command."""
     import subprocess
 
-    subprocess.run(["systemctl", "reboot"], check=False)
+    (run or partial(subprocess.run, check=False))(list(REBOOT_COMMAND))
 
 
-def real_backend() -> Backend:
+def require_root(message: str) -> None:
+    import os
+
+    if os.geteuid() != 0:
+        raise UsageError(f"{message}, or try --simulate PROFILE (see `gpuwizard profiles`)")
+
+
+def real_backend(state_dir: Path | None = None) -> Backend:
+    """This machine as the runner drives it. Starting a runner needs root; building this does not."""
     import os
 
     from gpuwizard.detect import local_host
     from gpuwizard.paths import STATE_DIR
+    from gpuwizard.runner.control import Backend
 
-    if os.geteuid() != 0:
-        raise UsageError(
-            "installing changes the system: run it as root (sudo gpuwizard apply ...), or try --simulate PROFILE"
-        )
+    state = state_dir or Path(STATE_DIR)
     owner = os.environ.get("SUDO_UID")
     runner = (
         sys.executable,
-        "-m",
-        "gpuwizard.runner",
-        "run",
-        "--state",
-        STATE_DIR,
+        *("-m", "gpuwizard.runner", "run", "--state", str(state)),
         *(("--owner", owner) if owner else ()),
     )
     return Backend(
         name="this machine",
         host=local_host,
-        state_dir=Path(STATE_DIR),
+        state_dir=state,
         runner=runner,
         env={},
         reboot=reboot_this_machine,
@@ -235,9 +258,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         env_kind=args.env, env_name=args.env_name, needs_nvcc=args.needs_nvcc, cudnn=args.cudnn, docker=args.docker,
         dcgm=args.dcgm, nccl=args.nccl, hold_driver=args.hold_driver, persistence=not args.no_persistence,
     )  # fmt: skip
+    checked_pins(args.torch, args.variant)
     choices = Choices(
         torch=args.torch,
-        variant=check_variant(args.variant),
+        variant=args.variant,
         keep_driver=args.keep_driver,
         needs_nvcc=args.needs_nvcc,
     )
@@ -253,25 +277,35 @@ def cmd_apply(args: argparse.Namespace) -> int:
         choices, options, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
         answers=answers, accept_changes=args.accept_changes,
     )  # fmt: skip
+    backend = backend_for(args)
+    if not backend.simulated and not args.dry_run:
+        require_root("installing changes the system: run it as root (sudo gpuwizard apply ...)")
     try:
-        return apply(backend_for(args), request)
+        return apply(backend, request)
     except ApplyError as error:
         print(f"gpuwizard: {error}", file=sys.stderr)
+        if error.no_gpu and not backend.simulated:
+            print(SIMULATION_OFFER, file=sys.stderr)
         return error.code
 
 
-def read_answers(path: Path) -> Answers:
-    from gpuwizard.export.answers import AnswersError, load_answers
+def checked_pins(torch: str | None, variant: str | None) -> None:
+    from gpuwizard.recommend.pins import check_pins
+    from gpuwizard.recommend.table import load_table
+    from gpuwizard.recommend.target import BadInput
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"--config {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--config {path}: not a UTF-8 text file") from None
+        check_pins(load_table(), torch, variant)
+    except BadInput as error:
+        raise UsageError(str(error)) from None
+
+
+def read_answers(path: Path) -> Answers:
+    from gpuwizard.export.answers import MAX_BYTES, AnswersError, load_answers
+
     try:
-        return load_answers(text)
-    except AnswersError as error:
+        return load_answers(read_text(path, MAX_BYTES, "an answers file"))
+    except (InputError, AnswersError) as error:
         raise UsageError(f"--config {path}: {error}") from None
 
 
@@ -279,7 +313,7 @@ def machine_for(args: argparse.Namespace) -> Machine:
     """The simulated profile when one is named, else this machine (no root needed)."""
     from gpuwizard.machine import Machine
 
-    if args.simulate:
+    if args.simulate is not None:
         backend = backend_for(args)
         return Machine(backend.host, backend.state_dir, backend.python_in, backend.env, True)
     from gpuwizard.detect import local_host
@@ -306,7 +340,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         return run_export(args, machine_for(args), answers)
     except ExportUsageError as error:
-        raise UsageError(str(error)) from None
+        if error.code == EXIT_BAD_INPUT:
+            raise UsageError(str(error)) from None
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        if error.no_gpu and args.simulate is None:
+            print(SIMULATION_OFFER, file=sys.stderr)
+        return error.code
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -343,12 +382,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 def cmd_default(args: argparse.Namespace) -> int:
     """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
-    if not args.simulate and not has_nvidia_gpu():
-        from gpuwizard.sim.profiles import DEFAULT_PROFILE
-
-        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
-        args.simulate = DEFAULT_PROFILE
-    backend = backend_for(args) if args.simulate else real_tui_backend()
+    backend = tui_backend(args)
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
     message, failed = run_tui(backend)
@@ -357,19 +391,33 @@ def cmd_default(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+NO_GPU_NOTE = "no GPU here"  # the title has room for ~50 characters at 80 columns
+
+
+def tui_backend(args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None) -> Backend:
+    """The machine the wizard drives: the named profile; else this machine when it has an
+    NVIDIA GPU (as root); else, said in the title, the default simulated server."""
+    from dataclasses import replace
+
+    if args.simulate is not None:
+        return backend_for(args)
+    if (has_gpu or has_nvidia_gpu)():
+        require_root(
+            "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
+        )
+        return real_backend()
+    from gpuwizard.sim.profiles import DEFAULT_PROFILE
+
+    print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
+    args.simulate = DEFAULT_PROFILE
+    backend = backend_for(args)
+    return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
+
+
 def has_nvidia_gpu() -> bool:
     from gpuwizard.detect import detect_host, local_host
 
     return bool(detect_host(local_host()).hardware.gpus)
-
-
-def real_tui_backend() -> Backend:
-    try:
-        return real_backend()
-    except UsageError:
-        raise UsageError(
-            "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
-        ) from None
 
 
 COMMANDS = {

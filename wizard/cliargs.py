@@ -11,10 +11,26 @@ from pathlib import Path
 from typing import NoReturn
 
 from gpuwizard import __version__
+from gpuwizard.inputs import InputError, check_path
 
 
 class UsageError(Exception):
     """Bad input: printed as one line, exit 2."""
+
+
+def text_arg(text: str) -> str:
+    """A value without control characters (a pasted newline would break every line it is in)."""
+    try:
+        return check_path(text) if text else text
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def path_arg(text: str) -> Path:
+    try:
+        return Path(check_path(text))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -48,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     source = recommend.add_argument_group("host (default: this machine)")
     source.add_argument(
-        "--facts", type=Path, metavar="FILE", help="facts JSON from `gpuwizard detect --json`"
+        "--facts", type=path_arg, metavar="FILE", help="facts JSON from `gpuwizard detect --json`"
     )
     source.add_argument(
         "--gpu", action="append", metavar="PCI_ID_OR_NAME", help="a GPU, repeat for several"
@@ -106,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     apply.add_argument(
         "--config",
-        type=Path,
+        type=path_arg,
         metavar="FILE",
         help="replay an answers.yaml (from `gpuwizard export`)",
     )
@@ -122,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--python",
+        type=path_arg,
         metavar="PATH",
         help="an interpreter with torch (default: the wizard's environment)",
     )
@@ -136,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument(
         "--dataload",
+        type=path_arg,
         metavar="DIR",
         help="where the data-loading check writes scratch files (default: /var/tmp)",
     )
@@ -159,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--config",
-        type=Path,
+        type=path_arg,
         metavar="FILE",
         help="export the plan of an answers.yaml for this machine",
     )
@@ -169,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --config: even for another kind of server",
     )
     export.add_argument(
-        "-o", "--output", type=Path, metavar="DIR",
+        "-o", "--output", type=path_arg, metavar="DIR",
         help="write the files here (default: stdout for one file, else ./gpuwizard-export)",
     )  # fmt: skip
     export.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
@@ -180,15 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
     doctor.add_argument(
-        "--bundle", nargs="?", const="", metavar="PATH",
+        "--bundle", nargs="?", const="", type=text_arg, metavar="PATH",
         help="also write a redacted support archive (tar.gz; default: ./gpuwizard-bundle-<time>.tar.gz)",
     )  # fmt: skip
     doctor.add_argument(
-        "--log", action="append", type=Path, metavar="FILE",
+        "--log", action="append", type=path_arg, metavar="FILE",
         help="also look for known errors in this log (a training run's output); repeatable",
     )  # fmt: skip
     doctor.add_argument(
-        "--env", metavar="PATH",
+        "--env", type=text_arg, metavar="PATH",
         help="the Python environment with torch (default: the one gpuwizard set up)",
     )  # fmt: skip
     doctor.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
@@ -196,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list the built-in simulated hosts")
 
     capture = sub.add_parser("capture-host", help="record what detection reads, as a test fixture")
-    capture.add_argument("directory", type=Path)
-    capture.add_argument("--description", default="", help="one line saying what machine this is")
+    capture.add_argument("directory", type=path_arg)
+    capture.add_argument(
+        "--description", type=text_arg, default="", help="one line saying what machine this is"
+    )
     return parser

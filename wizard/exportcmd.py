@@ -26,7 +26,12 @@ DEFAULT_DIR = "gpuwizard-export"
 
 
 class ExportUsageError(ValueError):
-    """Bad input or nothing to export: one line, exit 2."""
+    """Bad input (exit 2) or nothing fits this host (exit 3): one line."""
+
+    def __init__(self, message: str, code: int = 2, *, no_gpu: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.no_gpu = no_gpu
 
 
 def parse_formats(text: str | None) -> list[str]:
@@ -52,7 +57,7 @@ def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> E
     try:
         plan, selection = make_plan(facts, request)
     except ApplyError as error:
-        raise ExportUsageError(str(error)) from None
+        raise ExportUsageError(str(error), error.code, no_gpu=error.no_gpu) from None
     return ExportSource(plan, selection, facts)
 
 

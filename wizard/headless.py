@@ -24,7 +24,7 @@ from gpuwizard.planner import Options, OptionsError, plan_for
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices, Refusal
 from gpuwizard.recommend.table import load_table
-from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.recommend.target import BadInput, target_from_facts
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import (
     Backend,
@@ -49,9 +49,11 @@ EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
 class ApplyError(Exception):
     """Refused before anything changed; printed as one line (exit 2, or 3 when unsupported)."""
 
-    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, no_gpu: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.no_gpu = no_gpu
+        """Refused because the host has no NVIDIA GPU at all (a front end may offer the simulation)."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,14 @@ class ApplyRequest:
 
 def make_plan(facts: HostFacts, request: ApplyRequest) -> tuple[Plan, Selection]:
     table = load_table()
-    result = recommend(table, target_from_facts(facts, table), request.choices)
+    try:
+        result = recommend(table, target_from_facts(facts, table), request.choices)
+    except BadInput as error:  # the pins were checked on the way in; this is the last guard
+        raise ApplyError(str(error)) from None
     if isinstance(result, Refusal):
         misfit = misfits(request.answers, facts) if request.answers else []
         why = f"the answers do not fit this server: {'; '.join(misfit)}; " if misfit else ""
-        raise ApplyError(f"{why}nothing to install: {result.reason}", 3)
+        raise ApplyError(f"{why}nothing to install: {result.reason}", 3, no_gpu=not result.gpus)
     try:
         selection, plan = plan_for(facts, result, request.options, table)
     except (OptionsError, PlanError) as error:

@@ -80,6 +80,13 @@ class SubprocessRunner:
         )
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # EACCES: pathlib ignores only "missing", and detection never needs root
+        return False
+
+
 @dataclass(frozen=True)
 class Host:
     """A machine as gpuwizard sees it. Production: root=/, real commands, real NVML."""
@@ -118,7 +125,8 @@ class Host:
         )
 
     def is_dir(self, absolute: str) -> bool:
-        if absolute in self.empty_dirs or self.path(absolute).is_dir():
+        """A directory here; a path this user may not look into (not root: /root/...) is not."""
+        if absolute in self.empty_dirs or _is_dir(self.path(absolute)):
             return True
         prefix = absolute.rstrip("/") + "/"
         return any(p.startswith(prefix) for p in (*self.links, *self.empty_dirs))

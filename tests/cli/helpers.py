@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 def gpuwizard(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``gpuwizard ARGS`` with XDG_STATE_HOME=home (and cwd=home unless given); never paced."""
     env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(home), "GPUWIZARD_SIM_BENCH_PACE": "0"}
+    env.update((k, v) for k, v in os.environ.items() if k.startswith("COVERAGE_"))  # measured in CI
     return subprocess.run(
         [sys.executable, "-m", "gpuwizard", *args],
         capture_output=True,

@@ -104,8 +104,8 @@ def test_recommend_from_a_facts_file(capsys, tmp_path):
             ["recommend", "--gpu", "H100", "--os", "ubuntu:22.04", "--arch", "riscv"],
             "invalid choice: 'riscv'",
         ),
-        (["recommend", "--facts", "/nonexistent.json"], "--facts /nonexistent.json: No such file"),
-        (["--simulate", "nope", "detect"], "unknown profile 'nope'"),
+        (["recommend", "--facts", "/nonexistent.json"], "--facts /nonexistent.json: no such file"),
+        (["--simulate", "nope", "detect"], "no built-in profile 'nope'"),
         (["frobnicate"], "invalid choice"),
     ],
 )

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,59 +14,23 @@ import pytest
 
 from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.sim.sandbox import place_for
+from tests.terminal import Terminal, require_tmux
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 PROFILE = "h100x8-ubuntu2204-fresh"
 
 
-class Terminal:
-    def __init__(self, name: str, home: Path) -> None:
-        self.name = name
-        self.home = home
-
-    def start(self) -> None:
-        gpuwizard = Path(sys.executable).parent / "gpuwizard"
-        command = (
-            f"env XDG_STATE_HOME={self.home} TERM=xterm-256color GPUWIZARD_SIM_BENCH_PACE=0.2 "
-            f"{gpuwizard} --simulate {PROFILE}"
-        )
-        subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "80", "-y", "24", command],
-            check=True,
-        )
-
-    def screen(self) -> str:
-        out = subprocess.run(
-            ["tmux", "capture-pane", "-t", self.name, "-p"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return out.stdout
-
-    def wait_for(self, text: str, timeout_s: float = 60) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            shown = self.screen()
-            if text in shown:
-                return shown
-            time.sleep(0.2)
-        raise AssertionError(f"never saw {text!r}; the screen was:\n{self.screen()}")
-
-    def press(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
+def simulated_wizard(home: Path) -> str:
+    gpuwizard = Path(sys.executable).parent / "gpuwizard"
+    return (
+        f"env XDG_STATE_HOME={home} TERM=xterm-256color GPUWIZARD_SIM_BENCH_PACE=0.2 "
+        f"{gpuwizard} --simulate {PROFILE}"
+    )
 
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if not shutil.which("tmux"):
-        # CI installs tmux and must run these; a bare machine running the README's command skips.
-        if os.environ.get("GPUWIZARD_CI"):
-            pytest.fail("these tests drive a real terminal: install tmux (.ci/run does)")
-        pytest.skip("tmux is not installed (apt-get install tmux); CI runs these")
+    require_tmux()
     term = Terminal(f"gw{os.getpid()}", tmp_path)
     yield term
     term.kill()
@@ -81,7 +43,7 @@ def test_killing_the_terminal_mid_step_leaves_the_step_running_and_the_wizard_re
     terminal: Terminal, tmp_path: Path
 ) -> None:
     place = place_for(PROFILE, tmp_path / "gpuwizard")
-    terminal.start()
+    terminal.start(simulated_wizard(terminal.home))
     terminal.wait_for("This machine")
     slow = {"rules": [{"tool": "apt-get", "match": "install nvidia-driver", "sleep_s": 6}]}
     (place.sandbox.directory / "scenario.json").write_text(json.dumps(slow))
@@ -97,7 +59,7 @@ def test_killing_the_terminal_mid_step_leaves_the_step_running_and_the_wizard_re
     boot_id = (place.sandbox.root / "proc/sys/kernel/random/boot_id").read_text().strip()
     assert runner_status(place.state_dir, boot_id) == "running"
 
-    terminal.start()
+    terminal.start(simulated_wizard(terminal.home))
     shown = terminal.wait_for("now: Install the NVIDIA driver")
     assert "running" in shown  # reattached to the same step, still at work
     terminal.wait_for("A reboot is needed", timeout_s=90)

@@ -66,3 +66,18 @@ def test_a_hung_command_times_out():
 def test_a_recording_refuses_commands_it_does_not_have():
     with pytest.raises(UnrecordedCommand, match="no recording for command: nvidia-smi -L"):
         RecordedCommands({})(["nvidia-smi", "-L"])
+
+
+def test_a_file_that_is_not_executable_is_permission_denied(tmp_path):
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho never\n")
+    script.chmod(0o644)
+    out = SubprocessRunner()([str(script)])
+    assert out.returncode == 126 and "Permission denied" in out.stderr
+
+
+def test_a_timed_out_command_keeps_what_it_printed_first():
+    slow = "import sys, time; print('half done', flush=True); time.sleep(30)"
+    out = SubprocessRunner()([sys.executable, "-c", slow], timeout_s=1)
+    assert out.returncode == 124
+    assert out.stdout == "half done\n" and out.stderr == "timed out after 1 s"

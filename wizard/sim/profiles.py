@@ -13,7 +13,7 @@ DEFAULT_PROFILE = "h100x8-ubuntu2204-fresh"
 
 
 class UnknownProfile(LookupError):
-    """No built-in profile has that name. The message lists the names."""
+    """No built-in profile has that name. The message points at ``gpuwizard profiles``."""
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,17 @@ def list_profiles() -> tuple[Profile, ...]:
 
 
 def find_profile(name: str) -> Profile:
-    profiles = list_profiles()
-    for profile in profiles:
-        if profile.name == name:
-            return profile
-    names = ", ".join(p.name for p in profiles)
-    raise UnknownProfile(f"unknown profile {name!r}; built-in profiles: {names}")
+    """The built-in profile of that exact name; never a path, never this machine."""
+    if not name.strip():
+        problem = "no profile named"
+    elif "/" in name or name.startswith("."):
+        problem = f"{name!r} is a path; give a built-in profile's name"
+    else:
+        found = {p.name: p for p in list_profiles()}
+        if name in found:
+            return found[name]
+        problem = f"no built-in profile {name!r}"
+    raise UnknownProfile(f"{problem} (`gpuwizard profiles` lists them, e.g. {DEFAULT_PROFILE})")
 
 
 def profile_host(name: str) -> Host:

@@ -1,0 +1,77 @@
+"""Where gpuwizard chooses the real machine, in-process: the real side of every choice (the
+simulated side is in tests/cli/test_machine_choice.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from gpuwizard import cli
+from gpuwizard.cliargs import UsageError
+from gpuwizard.host import Host
+from tests.realhost.conftest import unprivileged
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the root side needs root (CI is)")
+
+
+def args(**given: object) -> argparse.Namespace:
+    return argparse.Namespace(**{"simulate": None, "reset": False, **given})
+
+
+def test_without_simulate_detection_reads_this_machine() -> None:
+    host = cli.host_for(args())
+    assert isinstance(host, Host) and host.root == Path("/")
+
+
+def test_without_simulate_the_backend_and_machine_are_this_machine() -> None:
+    assert cli.backend_for(args()).name == "this machine"
+    machine = cli.machine_for(args())
+    assert not machine.simulated and machine.host().root == Path("/")
+
+
+def test_reset_without_a_simulated_host_is_refused() -> None:
+    with pytest.raises(UsageError, match="--reset starts a simulated host over"):
+        cli.backend_for(args(reset=True))
+
+
+@needs_root
+def test_the_wizard_drives_this_machine_when_it_has_a_gpu_and_runs_as_root() -> None:
+    backend = cli.tui_backend(args(), has_gpu=lambda: True)
+    assert backend.name == "this machine" and not backend.simulated
+
+
+def test_the_wizard_on_a_gpu_machine_without_root_says_to_use_sudo() -> None:
+    with unprivileged(), pytest.raises(UsageError, match=r"run it as root \(sudo gpuwizard\)"):
+        cli.tui_backend(args(), has_gpu=lambda: True)
+
+
+def test_the_gpu_check_looks_at_this_machine(has_gpu: bool) -> None:
+    assert cli.has_nvidia_gpu() is has_gpu
+
+
+@needs_root
+def test_root_passes_the_root_check() -> None:
+    cli.require_root("installing changes the system")
+
+
+def test_a_user_without_root_is_told_to_use_it() -> None:
+    with unprivileged(), pytest.raises(UsageError) as refused:
+        cli.require_root("installing changes the system: run it as root (sudo gpuwizard apply ...)")
+    assert str(refused.value).startswith("installing changes the system: run it as root")
+    assert "`gpuwizard profiles`" in str(refused.value)
+
+
+@needs_root
+def test_detection_skips_folders_this_user_may_not_enter(tmp_path: Path) -> None:
+    """Not root, detection meets /root/miniconda3 and the like: unreadable is "not there"."""
+    inside = tmp_path / "private" / "inside"
+    inside.mkdir(parents=True)
+    (tmp_path / "private").chmod(0o700)
+    host = cli.host_for(args())
+    assert host.is_dir(str(inside))
+    with unprivileged():
+        assert host.is_dir(str(inside)) is False
+        assert host.exists(str(inside)) is False

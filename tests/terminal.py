@@ -1,0 +1,77 @@
+"""A real terminal (tmux) that runs a command and shows what a person would see."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+
+def require_tmux() -> None:
+    if not shutil.which("tmux"):
+        # CI installs tmux and must run these; a bare machine running the README's command skips.
+        if os.environ.get("GPUWIZARD_CI"):
+            pytest.fail("these tests drive a real terminal: install tmux (.ci/run does)")
+        pytest.skip("tmux is not installed (apt-get install tmux); CI runs these")
+
+
+class Terminal:
+    """One tmux session of 80x24 (by default) running ``command``."""
+
+    def __init__(self, name: str, home: Path, width: int = 80, height: int = 24) -> None:
+        self.name = name
+        self.home = home
+        self.size = (str(width), str(height))
+
+    def start(self, command: str) -> None:
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                self.size[0],
+                "-y",
+                self.size[1],
+                command,
+            ],
+            check=True,
+        )
+
+    def alive(self) -> bool:
+        return (
+            subprocess.run(
+                ["tmux", "has-session", "-t", self.name], capture_output=True, check=False
+            ).returncode
+            == 0
+        )
+
+    def screen(self) -> str:
+        out = subprocess.run(
+            ["tmux", "capture-pane", "-t", self.name, "-p"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return out.stdout
+
+    def wait_for(self, text: str, timeout_s: float = 60) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if text in shown:
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"never saw {text!r}; the screen was:\n{self.screen()}")
+
+    def press(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
