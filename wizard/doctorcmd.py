@@ -17,8 +17,9 @@ from pathlib import Path
 from gpuwizard.doctor.bundle import write_bundle
 from gpuwizard.doctor.diagnose import Diagnosis, diagnose
 from gpuwizard.doctor.observed import LogText
-from gpuwizard.doctor.readings import tail_text
+from gpuwizard.doctor.readings import LOG_TAIL_BYTES
 from gpuwizard.doctor.report import text_lines, to_json
+from gpuwizard.inputs import InputError, read_tail
 from gpuwizard.machine import Machine, user_state_dir
 
 
@@ -27,12 +28,13 @@ class DoctorUsageError(ValueError):
 
 
 def named_logs(paths: list[Path] | None) -> tuple[LogText, ...]:
+    """The end of each log named with --log (a training log can be any size)."""
     logs = []
     for path in paths or []:
         try:
-            logs.append(LogText(f"log {path.name}", str(path), tail_text(path)))
-        except OSError as error:
-            raise DoctorUsageError(f"--log {path}: {error.strerror}") from None
+            logs.append(LogText(f"log {path.name}", str(path), read_tail(path, LOG_TAIL_BYTES)))
+        except InputError as error:
+            raise DoctorUsageError(f"--log {path}: {error}") from None
     return tuple(logs)
 
 

@@ -326,8 +326,17 @@ class HostFacts:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise CodecError(f"not JSON: {error.msg} at line {error.lineno}") from None
+        except RecursionError:  # [[[[...]]]] thousands deep: no facts file nests like that
+            raise CodecError("not facts JSON: nested too deeply") from None
         if isinstance(data, dict) and "facts" in data:
             data = data["facts"]
-        if isinstance(data, dict) and data.get("schema") != SCHEMA:
-            raise CodecError(f"$.schema: expected {SCHEMA}, got {data.get('schema')!r}")
+        if not isinstance(data, dict):
+            raise CodecError(f"expected a JSON object of facts, got {type(data).__name__}")
+        schema = data.get("schema")
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+            raise CodecError(
+                f"facts schema {schema} come from a newer gpuwizard (this one reads {SCHEMA}): upgrade"
+            )
+        if schema != SCHEMA:
+            raise CodecError(f"$.schema: expected {SCHEMA}, got {schema!r}")
         return from_jsonable(cls, data)

@@ -133,22 +133,42 @@ def known_error(hint: Hint, found: re.Match[str], text: str) -> KnownError:
     )
 
 
+MAX_LINE_CHARS = 4096
+"""The longest line the signatures look at: a longer one keeps its start and its end.
+
+Real error messages are far shorter; a tool that prints megabytes without a newline (a
+progress bar, a binary dumped to the log) must not make a search slow, whatever the pattern."""
+_HALF = MAX_LINE_CHARS // 2
+
+
+def bounded(text: str) -> str:
+    """The text as the signatures see it: a carriage return ends a line, as on a terminal, and
+    no line is longer than MAX_LINE_CHARS."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(
+        line if len(line) <= MAX_LINE_CHARS else f"{line[:_HALF]} … {line[-_HALF:]}"
+        for line in lines
+    )
+
+
 def find(text: str, hint_id: str) -> KnownError | None:
     """The named known error, if its signature appears in ``text``."""
     hint = next(h for h in known_errors() if h.id == hint_id)
-    found = hint.pattern.search(text)
-    return known_error(hint, found, text) if found else None
+    seen = bounded(text)
+    found = hint.pattern.search(seen)
+    return known_error(hint, found, seen) if found else None
 
 
 def find_all(text: str) -> tuple[KnownError, ...]:
     """Every known error whose signature appears in ``text``, once each, in table order."""
-    found = ((hint, hint.pattern.search(text)) for hint in known_errors())
-    return tuple(known_error(hint, match, text) for hint, match in found if match)
+    seen = bounded(text)
+    found = ((hint, hint.pattern.search(seen)) for hint in known_errors())
+    return tuple(known_error(hint, match, seen) for hint, match in found if match)
 
 
 def match(lines: Sequence[str]) -> KnownError | None:
     """The first known error whose signature appears in ``lines``."""
-    text = "\n".join(lines)
+    text = bounded("\n".join(lines))
     for hint in known_errors():
         if found := hint.pattern.search(text):
             return known_error(hint, found, text)

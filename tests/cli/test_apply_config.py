@@ -57,9 +57,9 @@ def test_an_older_os_is_refused_unless_the_changes_are_accepted(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "No such file or directory"),
+        (None, "no such file"),
         ("schema: 1\n", "gpuwizard: missing"),
-        ("\udcff", "not a UTF-8 text file"),
+        ("\udcff", "not UTF-8 text (byte 0xff at offset 0)"),
     ],
 )
 def test_a_bad_file_is_one_line(tmp_path: Path, content: str | None, message: str) -> None:

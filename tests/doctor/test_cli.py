@@ -82,7 +82,7 @@ def test_a_training_log_is_diagnosed_with_this_machines_numbers(
 def test_a_missing_log_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = doctor(capsys, "--simulate", SICK, "--log", "/no/such/train.log")
     assert (code, out) == (2, "")
-    assert err == "gpuwizard: --log /no/such/train.log: No such file or directory\n"
+    assert err == "gpuwizard: --log /no/such/train.log: no such file\n"
 
 
 def test_an_env_that_is_not_there_is_one_line_and_exit_2(

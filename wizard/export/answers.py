@@ -20,12 +20,16 @@ from typing import Any
 
 import yaml
 
+from gpuwizard import __version__
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.export.source import ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.planner import Options, OptionsError, env_path
+from gpuwizard.recommend.pins import check_pins
 from gpuwizard.recommend.result import Choices
-from gpuwizard.version import Version, is_version
+from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.target import BadInput
+from gpuwizard.version import Version
 
 SCHEMA = 1
 MAX_BYTES = 1 << 20
@@ -136,6 +140,8 @@ def load_answers(text: str) -> Answers:
         raise AnswersError("the file is larger than 1 MiB: not an answers file")
     try:
         data = yaml.load(text, Loader=_NoAliases)  # a SafeLoader: no Python objects
+    except RecursionError:
+        raise AnswersError("not an answers file: nested too deeply") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
@@ -156,8 +162,14 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise AnswersError(f"schema: expected a whole number (this gpuwizard writes {SCHEMA})")
     if schema > SCHEMA:
+        writer = data.get("gpuwizard")
+        written = (
+            f"written by gpuwizard {writer}"
+            if isinstance(writer, str)
+            else "written by a newer gpuwizard"
+        )
         raise AnswersError(
-            f"schema {schema} comes from a newer gpuwizard (this one reads up to {SCHEMA}): upgrade gpuwizard"
+            f"schema {schema} was {written}; this is gpuwizard {__version__} (schema {SCHEMA}): upgrade"
         )
     while schema < SCHEMA:
         step = MIGRATIONS.get(schema)
@@ -175,12 +187,13 @@ def _check_values(answers: Answers) -> None:
         env_path(answers.options)  # the name becomes a path: the planner's rule applies
     except OptionsError as error:
         raise AnswersError(f"options.env_name: {error}") from None
-    torch = answers.choices.torch
-    if torch is not None and torch != "latest" and not is_version(torch):
-        raise AnswersError(f"choices.torch: {torch!r} is not a version like 2.14.1")
-    variant = answers.choices.variant
-    if variant is not None and not (variant.startswith("cu") and variant[2:].isdigit()):
-        raise AnswersError(f"choices.variant: {variant!r} is not a CUDA build like cu126")
+    choices = answers.choices
+    try:
+        check_pins(
+            load_table(), choices.torch, choices.variant, ("choices.torch", "choices.variant")
+        )
+    except BadInput as error:
+        raise AnswersError(str(error)) from None
 
 
 def misfits(answers: Answers, facts: HostFacts) -> list[str]:
