@@ -3,7 +3,7 @@
 Each profile is a recorded-host directory in the format ``gpuwizard capture-host`` writes, so
 tests, ``--simulate`` and real captures share one reader. These nine were assembled by hand from
 real formats: os-release files as the distributions ship them, sysfs attribute files as the
-kernel prints them ("0x10de\\n", "16.0 GT/s PCIe\\n"), dpkg-query / rpm / mokutil / cloud-init /
+kernel prints them ("0x10de\\n", "16.0 GT/s PCIe\\n"), dpkg's status file, rpm / mokutil / cloud-init /
 df output as those tools print it, and NVML values as nvidia-smi reports them on those GPUs and
 drivers. A real capture of one of these machines should replace its spec.
 
@@ -20,8 +20,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuwizard import dpkgdb
 from gpuwizard.codec import to_jsonable
-from gpuwizard.detect.installs import DPKG_QUERY, PACKAGE_PATTERNS, RPM_QUERY
+from gpuwizard.detect.installs import PACKAGE_PATTERNS, RPM_QUERY
 from gpuwizard.detect.recording import command_key
 from gpuwizard.detect.system import FREE_SPACE_PATHS
 from gpuwizard.facts import NvmlGpu, NvmlOk, NvmlUnavailable
@@ -199,8 +200,10 @@ def gpu_pci(
     )
 
 
-def dpkg_lines(packages: tuple[tuple[str, str], ...]) -> str:
-    return "".join(f"{name}\t{version}\tii \n" for name, version in packages)
+def dpkg_status(packages: tuple[tuple[str, str], ...]) -> str:
+    """/var/lib/dpkg/status holding these packages, installed (a recording keeps only the
+    stanzas detection reads, as capture-host does)."""
+    return dpkgdb.render(dpkgdb.Entry(n, v, "install", "ok", "installed") for n, v in packages)
 
 
 def write_file(root: Path, absolute: str, content: str | bytes) -> None:
@@ -319,12 +322,7 @@ def commands(profile: Profile) -> dict[str, dict[str, object]]:
         )
     else:
         out[command_key(["systemctl", "is-enabled", *MANAGED_SERVICES])] = (127, "")
-    if family == "debian":
-        out[command_key(["dpkg", "--audit"])] = (0, "")
-        out[command_key(["apt-mark", "showhold"])] = (0, "")
-        listing = dpkg_lines(profile.packages)
-        out[command_key([*DPKG_QUERY, *PACKAGE_PATTERNS])] = (1 if not listing else 0, listing)
-    else:
+    if family == "rhel":
         listing = "".join(f"{n}\t{v}\tii \n" for n, v in profile.packages)
         out[command_key([*RPM_QUERY, *PACKAGE_PATTERNS])] = (0, listing)
     return {
@@ -380,6 +378,9 @@ def build(profile: Profile, destination: Path) -> None:
         write_file(root, f"/usr/bin/python{version}", "")
     if profile.python:
         links["/usr/bin/python3"] = f"python{profile.python[0]}"
+    if not profile.os.startswith("rocky"):
+        write_file(root, dpkgdb.STATUS, dpkg_status(profile.packages))
+        empty_dirs.append(dpkgdb.UPDATES)
     for path, content in profile.files.items():
         write_file(root, path, content)
     _json(destination / "links.json", dict(sorted(links.items())))

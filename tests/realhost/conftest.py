@@ -54,11 +54,16 @@ def host_left_unchanged() -> Iterator[None]:
 
 
 def gpuwizard(
-    home: Path, *args: str, timeout_s: float = 60, as_uid: int | None = None
+    home: Path,
+    *args: str,
+    timeout_s: float = 60,
+    as_uid: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The installed ``gpuwizard ARGS`` as a person runs it, with a private state folder;
     ``as_uid`` runs it as that (unprivileged) user, as someone who forgot sudo does."""
-    env = {**os.environ, "XDG_STATE_HOME": str(home / "state"), "HOME": str(home)}
+    given = env or {}
+    env = {**os.environ, "XDG_STATE_HOME": str(home / "state"), "HOME": str(home), **given}
     env.pop("GPUWIZARD_FAILPOINTS", None)
     if as_uid is not None:  # another user cannot write coverage's data files here
         env = {k: v for k, v in env.items() if not k.startswith("COVERAGE_")}

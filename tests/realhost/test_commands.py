@@ -169,3 +169,15 @@ def test_profiles_and_version(tmp_path: Path) -> None:
     version = gpuwizard(tmp_path, "--version")
     assert profiles.returncode == 0 and "h100x8-ubuntu2204-fresh" in profiles.stdout
     assert version.returncode == 0 and version.stdout.startswith("gpuwizard ")
+
+
+def test_a_broken_nvml_library_is_reported_as_no_driver(tmp_path: Path, has_gpu: bool) -> None:
+    """A libnvidia-ml.so.1 the loader finds but cannot load: pynvml is asked, and says so."""
+    if has_gpu:
+        pytest.skip("a real driver answers on this machine")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libnvidia-ml.so.1").write_bytes(b"not a shared object")
+    done = gpuwizard(tmp_path, "detect", "--json", env={"LD_LIBRARY_PATH": str(lib)})
+    nvml = json.loads(done.stdout)["facts"]["boot"]["nvml"]
+    assert nvml["reason"] == "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"

@@ -75,3 +75,19 @@ def test_detection_skips_folders_this_user_may_not_enter(tmp_path: Path) -> None
     with unprivileged():
         assert host.is_dir(str(inside)) is False
         assert host.exists(str(inside)) is False
+
+
+def test_nvml_is_asked_only_where_its_library_can_be_found(tmp_path: Path) -> None:
+    from gpuwizard.detect.nvml import NVML_LIBRARY, library_findable, probe_nvml
+
+    cache = tmp_path / "ld.so.cache"
+    cache.write_bytes(b"glibc-ld.so.cache1.1\0libc.so.6\0/usr/lib/x86_64-linux-gnu/libc.so.6\0")
+    assert not library_findable(cache, dirs=())
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / NVML_LIBRARY).write_bytes(b"")
+    assert library_findable(cache, dirs=(str(tmp_path / "lib"),))
+    cache.write_bytes(cache.read_bytes() + NVML_LIBRARY.encode() + b"\0")
+    assert library_findable(cache, dirs=())
+    assert library_findable(tmp_path / "no-cache", dirs=())  # cannot tell: NVML decides
+    if not library_findable():  # this machine without a driver: the answer pynvml would give
+        assert probe_nvml().reason == "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"

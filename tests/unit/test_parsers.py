@@ -171,16 +171,14 @@ def test_sysfs_hex_ids(text, value):
     assert parse_hex_id(text, digits) == value
 
 
-def test_dpkg_query_lines_keep_installed_packages_only():
+def test_rpm_query_lines_keep_the_installed_packages():
     text = (
-        "nvidia-driver-535-server\t535.247.01-0ubuntu0.22.04.1\tii \n"
-        "libnvidia-compute-535-server:amd64\t535.247.01-0ubuntu0.22.04.1\tii \n"
-        "nvidia-dkms-535-server\t535.247.01-0ubuntu0.22.04.1\tiF \n"
-        "cuda-keyring\t1.1-1\trc \n"
+        "kmod-nvidia-open-dkms\t580.95.05-1.el9\tii \n"
+        "kernel-devel\t5.14.0-570.12.1.el9_6\tii \n"
         "malformed line\n"
     )
     names = [p.name for p in parse_package_list(text)]
-    assert names == ["libnvidia-compute-535-server", "nvidia-driver-535-server"]
+    assert names == ["kernel-devel", "kmod-nvidia-open-dkms"]
 
 
 def test_pip_index_versions_output():

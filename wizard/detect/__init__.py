@@ -11,7 +11,9 @@ from pathlib import Path
 
 from gpuwizard import gpus
 from gpuwizard.detect import installs, kernel, os_release, pci, platform, system
+from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.detect.nvml import probe_nvml
+from gpuwizard.dpkgdb import DpkgDatabase
 from gpuwizard.facts import SCHEMA, Boot, Gpu, Hardware, HostFacts, Nvml, NvmlOk, OsInfo, PciDevice
 from gpuwizard.host import Host, SubprocessRunner
 
@@ -35,7 +37,7 @@ def local_host() -> Host:
     return Host(root=Path("/"), run=SubprocessRunner(), nvml=probe_nvml)
 
 
-def detect_boot(host: Host, family: str) -> Boot:
+def detect_boot(host: Host, dpkg: DpkgDatabase | None) -> Boot:
     release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
     installed, with_headers = kernel.read_kernels(host)
     reboot_required, reboot_pkgs = platform.read_reboot_required(host)
@@ -51,7 +53,7 @@ def detect_boot(host: Host, family: str) -> Boot:
         cloud_init=platform.read_cloud_init(host),
         reboot_required=reboot_required,
         reboot_required_packages=reboot_pkgs,
-        dpkg_interrupted=family == "debian" and platform.read_dpkg_interrupted(host),
+        dpkg_interrupted=dpkg is not None and dpkg.interrupted,
         nvml=host.nvml(),
     )
 
@@ -93,9 +95,10 @@ def detect_host(host: Host) -> HostFacts:
     """Gather every fact gpuwizard uses. Never raises for a missing file or tool."""
     os = os_release.read_os(host)
     family = os_family(os)
-    boot = detect_boot(host, family)
+    dpkg = read_dpkg(host) if family == "debian" else None  # read once: packages, holds, audit
+    boot = detect_boot(host, dpkg)
     hardware, pci_ids_version = detect_hardware(host, boot.nvml)
-    installed, python = installs.read_installs(host, family)
+    installed, python = installs.read_installs(host, family, dpkg)
     machine_id = (host.read_text("/etc/machine-id") or "").strip() or None
     return HostFacts(
         schema=SCHEMA,

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuwizard import __version__
+from gpuwizard import __version__, dpkgdb
 from gpuwizard.codec import to_jsonable
 from gpuwizard.detect import detect_host
+from gpuwizard.detect.installs import PACKAGE_PATTERNS
 from gpuwizard.detect.recording import command_key
 from gpuwizard.facts import HostFacts, Nvml
 from gpuwizard.host import Host, Output
@@ -143,6 +144,8 @@ def write_tape(tape: Tape, directory: Path, facts: HostFacts, description: str) 
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         text = data.decode("utf-8", "surrogateescape")
+        if path == dpkgdb.STATUS:  # megabytes of packages detection does not look at
+            text = dpkgdb.relevant(text, PACKAGE_PATTERNS)
         target.write_bytes(_mask(text, replacements).encode("utf-8", "surrogateescape"))
     commands = {
         key: {**to_jsonable(out), "stdout": _mask(out.stdout, replacements)}

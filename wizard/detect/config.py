@@ -1,5 +1,5 @@
 """System configuration the install steps change: modprobe blacklists, built modules,
-package repositories and holds, services, the files gpuwizard writes, the MOK key, and the
+package repositories, services, the files gpuwizard writes, the MOK key, and the
 verification report. Steps compare these facts with what they would do."""
 
 from __future__ import annotations
@@ -56,13 +56,6 @@ def read_nvidia_module_kernels(host: Host) -> tuple[str, ...]:
 
 def read_repositories(host: Host) -> tuple[str, ...]:
     return tuple(sorted((*host.listdir(APT_SOURCES_DIR), *host.listdir(YUM_REPOS_DIR))))
-
-
-def read_held_packages(host: Host, family: str) -> tuple[str, ...]:
-    if family != "debian":
-        return ()
-    out = host.run(["apt-mark", "showhold"])
-    return tuple(sorted(line.strip() for line in out.stdout.splitlines() if line.strip()))
 
 
 def parse_is_enabled(units: tuple[str, ...], output: str) -> tuple[str, ...]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 
+from gpuwizard import dpkgdb
 from gpuwizard.detect import config, python_envs
+from gpuwizard.dpkgdb import DpkgDatabase
 from gpuwizard.facts import Installs, Package, PythonEnv
 from gpuwizard.host import Host
 from gpuwizard.paths import MINIFORGE_DIR
 
-# Shell-style patterns for dpkg-query and rpm; both print nothing for a pattern with no match.
+# Shell-style patterns over package names (dpkg's database, rpm's query).
 PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
@@ -32,7 +34,6 @@ PACKAGE_PATTERNS = (
     "python3.1?",
     "python3.1?-venv",
 )
-DPKG_QUERY = ("dpkg-query", "-W", "-f=${binary:Package}\\t${Version}\\t${db:Status-Abbrev}\\n")
 RPM_QUERY = ("rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii \\n")
 CONDA_DIRS = (
     "/opt/conda",
@@ -46,7 +47,7 @@ CONDA_DIRS = (
 
 
 def parse_package_list(text: str) -> tuple[Package, ...]:
-    """Lines of name<TAB>version<TAB>status; only installed ("ii") packages count."""
+    """``rpm -qa`` lines of name<TAB>version<TAB>ii (the query writes "ii" for installed)."""
     packages = []
     for line in text.splitlines():
         fields = line.split("\t")
@@ -56,11 +57,18 @@ def parse_package_list(text: str) -> tuple[Package, ...]:
     return tuple(sorted(set(packages), key=lambda p: p.name))
 
 
-def read_packages(host: Host, family: str) -> tuple[Package, ...]:
-    if family not in ("debian", "rhel"):
+def read_dpkg(host: Host) -> DpkgDatabase:
+    """dpkg's database as this host's files hold it (empty when there is none)."""
+    status = host.read_text(dpkgdb.STATUS, dpkgdb.STATUS_MAX_BYTES) or ""
+    return dpkgdb.database(status, host.listdir(dpkgdb.UPDATES))
+
+
+def read_packages(host: Host, family: str, dpkg: DpkgDatabase | None) -> tuple[Package, ...]:
+    if dpkg is not None:
+        return tuple(Package(name, version) for name, version in dpkg.installed(PACKAGE_PATTERNS))
+    if family != "rhel":
         return ()
-    query = DPKG_QUERY if family == "debian" else RPM_QUERY
-    out = host.run([*query, *PACKAGE_PATTERNS], timeout_s=30)
+    out = host.run([*RPM_QUERY, *PACKAGE_PATTERNS], timeout_s=30)
     return parse_package_list(out.stdout)
 
 
@@ -94,10 +102,11 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
+def read_installs(host: Host, family: str, dpkg: DpkgDatabase | None) -> tuple[Installs, PythonEnv]:
+    """What is installed; ``dpkg`` is the package database on Debian and Ubuntu, else None."""
     conda = conda_dirs(host)
     installs = Installs(
-        packages=read_packages(host, family),
+        packages=read_packages(host, family, dpkg),
         cuda_toolkits=read_cuda_toolkits(host),
         runfile_driver=read_runfile_driver(host),
         conda_cudatoolkit=read_conda_cudatoolkit(host, conda),
@@ -105,7 +114,7 @@ def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
         nouveau_blacklisted=config.read_nouveau_blacklisted(host),
         nvidia_module_kernels=config.read_nvidia_module_kernels(host),
         repositories=config.read_repositories(host),
-        held_packages=config.read_held_packages(host, family),
+        held_packages=dpkg.held if dpkg is not None else (),
         services_enabled=config.read_services_enabled(host),
         managed_files=config.read_managed_files(host),
         mok=config.read_mok(host),

@@ -6,7 +6,9 @@ installed yet", reported as ``NvmlUnavailable`` with a reason a person understan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuwizard.facts import Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
@@ -137,8 +139,32 @@ def _gpu(nvml: Any, index: int) -> NvmlGpu:
     )
 
 
+NVML_LIBRARY = "libnvidia-ml.so.1"
+LOADER_CACHE = Path("/etc/ld.so.cache")
+# Where the dynamic loader looks without a cache entry (ld.so(8)), and WSL's driver folder.
+_LOADER_DIRS = (
+    "/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu", "/usr/lib/wsl/lib",
+)  # fmt: skip
+
+
+def library_findable(cache: Path = LOADER_CACHE, dirs: Sequence[str] = _LOADER_DIRS) -> bool:
+    """Whether ``dlopen("libnvidia-ml.so.1")`` could find the library (the loader's cache,
+    LD_LIBRARY_PATH, its default folders). Asked first so that a machine without a driver does
+    not pay for importing pynvml (about 50 ms); when the cache cannot be read, NVML decides."""
+    try:
+        if NVML_LIBRARY.encode() in cache.read_bytes():
+            return True
+    except OSError:
+        return True
+    paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    return any(Path(folder, NVML_LIBRARY).exists() for folder in (*paths, *dirs))
+
+
 def probe_nvml() -> Nvml:
     """Ask the driver; never raises."""
+    if not library_findable():
+        return NvmlUnavailable(_INIT_FAILURES["NVMLError_LibraryNotFound"])
     try:
         import pynvml as nvml
     except ImportError:

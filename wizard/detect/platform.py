@@ -1,5 +1,5 @@
 """Where the OS runs and what it is busy with: architecture, VM / container / WSL, cloud-init,
-pending reboots, an interrupted dpkg."""
+pending reboots."""
 
 from __future__ import annotations
 
@@ -67,9 +67,3 @@ def read_reboot_required(host: Host) -> tuple[bool, tuple[str, ...]]:
         return False, ()
     pkgs = host.read_text("/run/reboot-required.pkgs") or ""
     return True, tuple(sorted({line.strip() for line in pkgs.splitlines() if line.strip()}))
-
-
-def read_dpkg_interrupted(host: Host) -> bool:
-    """``dpkg --audit`` prints nothing when the database is consistent."""
-    out = host.run(["dpkg", "--audit"])
-    return out.returncode != MISSING_TOOL and bool(out.stdout.strip())

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from gpuwizard.detect.platform import read_dpkg_interrupted
+from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
 from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never
@@ -175,7 +175,7 @@ class Executor:
     def _needs_repair(self, action: Run) -> bool:
         if action.argv[0] not in PACKAGE_TOOLS or "--configure" in action.argv:
             return False
-        return read_dpkg_interrupted(self.host)
+        return read_dpkg(self.host).interrupted
 
     def _repair(self, step_id: str, note: str) -> bool:
         """One ``dpkg --configure -a``, noninteractive, keeping local config files (T12, T16)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuwizard import dpkgdb as dpkg
 from gpuwizard.codec import from_jsonable, to_jsonable
 from gpuwizard.machine import user_state_dir
 from gpuwizard.runner.files import write_atomic
@@ -82,6 +83,25 @@ class Sandbox:
 
     def save(self, state: SimState) -> None:
         write_atomic(self.state_file, json.dumps(to_jsonable(state), indent=1).encode(), 0o600)
+        if self.path(dpkg.STATUS).parent.is_dir():  # a Debian-family machine: dpkg keeps its files
+            self._write_dpkg(state)
+
+    def _write_dpkg(self, state: SimState) -> None:
+        """dpkg's files as the simulated packages leave them; detection reads these, as on a
+        real machine. An interrupted dpkg leaves a journal in updates/."""
+        entries = [
+            dpkg.Entry(
+                name, version, "hold" if name in state.held else "install", "ok", "installed"
+            )
+            for name, version in state.packages.items()
+        ]
+        write_atomic(self.path(dpkg.STATUS), dpkg.render(entries).encode(), 0o644)
+        journal = self.path(f"{dpkg.UPDATES}/0001")
+        if state.dpkg_interrupted:
+            journal.parent.mkdir(parents=True, exist_ok=True)
+            journal.write_text("Package: nvidia-dkms\nStatus: install ok half-configured\n\n")
+        else:
+            journal.unlink(missing_ok=True)
 
     def json(self, name: str, default: Any) -> Any:
         path = self.directory / name
@@ -133,6 +153,8 @@ def create(place: SimPlace, scenario: dict[str, Any] | None = None) -> Sandbox:
     """Copy the profile into a fresh sandbox (files, not links: nothing can point outside)."""
     # Imported here: every stand-in tool call imports this module, and detection (which
     # profiles pulls in) would add a third to each call's start-up.
+    from gpuwizard.detect.installs import read_dpkg
+    from gpuwizard.detect.recording import recorded_host
     from gpuwizard.sim.profiles import find_profile
 
     profile = find_profile(place.profile)
@@ -144,7 +166,13 @@ def create(place: SimPlace, scenario: dict[str, Any] | None = None) -> Sandbox:
         source = profile.directory / name
         if not (sandbox.directory / name).exists() and source.exists():
             shutil.copy(source, sandbox.directory / name)
-    initial = SimState(cloud_init=_recorded_cloud_init(sandbox))
+    recorded = read_dpkg(recorded_host(profile.directory))
+    initial = SimState(
+        packages={e.name: e.version for e in recorded.entries if e.installed},
+        held=recorded.held,
+        dpkg_interrupted=recorded.interrupted,
+        cloud_init=_recorded_cloud_init(sandbox),
+    )
     sandbox.save(initial)
     sandbox.write_json("scenario.json", scenario or {})
     return sandbox
