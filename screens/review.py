@@ -1,4 +1,4 @@
-"""ReviewScreen: every step with what it will change, the download and the time; one confirm."""
+"""ReviewView: every step with what it will change, the download and the time; one confirm."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.plan import Plan
 from gpuwizard.plan_view import describe
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Approved, Back
 
 
 def plan_table(plan: Plan) -> Table:
@@ -50,8 +51,8 @@ def totals(plan: Plan) -> Text:
     )
 
 
-class ReviewScreen(Screen[bool]):
-    """Dismisses with True to start, False to go back."""
+class ReviewView(StageView):
+    """Answers Approved to start, Back to change the choices."""
 
     BINDINGS = [
         Binding("s", "start", "Start"),
@@ -60,8 +61,8 @@ class ReviewScreen(Screen[bool]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    ReviewScreen #review-body { padding: 0 1; }
-    ReviewScreen #review-summary { margin-bottom: 1; }
+    ReviewView #review-body { padding: 0 1; }
+    ReviewView #review-summary { margin-bottom: 1; }
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -69,7 +70,6 @@ class ReviewScreen(Screen[bool]):
         self.plan = plan
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with VerticalScroll(id="review-body"):
             yield Static("\n".join(self.plan.summary), id="review-summary")
             yield Static(totals(self.plan))
@@ -80,10 +80,9 @@ class ReviewScreen(Screen[bool]):
                     style="dim",
                 )
             )
-        yield Footer()
 
     def action_start(self) -> None:
-        self.dismiss(True)
+        self.answer(Approved())
 
     def action_back(self) -> None:
-        self.dismiss(False)
+        self.answer(Back())

@@ -1,16 +1,17 @@
-"""GpuWizardApp: the Textual shell. Shows a first frame at once, then hands over to the stages.
+"""GpuWizardApp: the Textual front end of the state machine in gpuwizard.setup.flow.
 
-gpuwizard.stages holds the wizard's state and shows each stage's screen; screens show and ask,
-gpuwizard.flow says where each answer leads, the engine and planner decide, and the runner
-(through gpuwizard.runs) does the work in its own process. The stages (engine, planner, every
-screen) load in a worker thread, so the first frame does not wait for them.
+One task (``conduct``) applies every transition: it carries out the flow's effects through the
+driver (off the UI thread), shows the new stage's view in the one screen (awaited), and waits
+for that view's answer. Views answer; nothing else changes the stage. The first frame shows at
+once: the engine, the planner and every view load in that task, after it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
@@ -19,11 +20,16 @@ from gpuwizard.doctor.findings import Report
 from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.modals import QuitScreen
-from gpuwizard.screens.waiting import Waiting
+from gpuwizard.screens.shell import Answered, StageShell, StageView
+from gpuwizard.screens.waiting import LookingView
+from gpuwizard.setup.flow import Answer, Detect, Effect, Exit, Looking, Stage, next_stage
+from gpuwizard.setup.request import SetupRequest
 
 if TYPE_CHECKING:
     from gpuwizard.runner.control import Backend
-    from gpuwizard.stages import Wizard
+    from gpuwizard.setup.driver import SetupDriver
+
+EXIT_FAILED = 1
 
 
 class GpuWizardApp(App[str]):
@@ -34,42 +40,93 @@ class GpuWizardApp(App[str]):
         Binding("d", "doctor", "Doctor"),
     ]
 
-    def __init__(self, backend: Backend, *, ssh_hint: str = "ssh <this server>") -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        ssh_hint: str = "ssh <this server>",
+        request: SetupRequest | None = None,
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.ssh_hint = ssh_hint
-        self.wizard: Wizard | None = None
-        self.failed = False
+        self.request = request or SetupRequest()
+        self.shell = StageShell()
+        self.answers: asyncio.Queue[Answer] = asyncio.Queue()
+        self.stage: Stage = Looking(self.request)
+        self.exit_code = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code not in (0, 10)
 
     def on_mount(self) -> None:
         name = self.backend.name
         self.sub_title = (
             f"SIMULATION: {name.removeprefix('simulated ')}" if self.backend.simulated else name
         )
-        self.push_screen(Waiting())
-        self.look()
+        self.push_screen(self.shell)
+        self.conduct()
 
-    # ----------------------------------------------------------------------------- start-up
-    @work(thread=True, exclusive=True, group="detect", exit_on_error=False)
-    def look(self) -> None:
-        """Look at the machine, then start the wizard where the machine stands.
+    # ------------------------------------------------------------------------- the one task
+    @work(exclusive=True, group="conduct", exit_on_error=False)
+    async def conduct(self) -> None:
+        await self.shell.show(LookingView())
+        driver = await asyncio.to_thread(self.make_driver)
+        shown: Stage | None = None
+        stage: Stage = self.stage
+        effects: tuple[Effect, ...] = (Detect(),)
+        while True:
+            self.stage = stage
+            if effects and shown is not None and type(stage) is not type(shown):
+                shown = await self.show(stage, driver)  # e.g. "Looking…" while it detects
+            answer: Answer | None = None
+            for effect in effects:
+                if isinstance(effect, Exit):
+                    self.finish(effect)
+                    return
+                answer = await asyncio.to_thread(driver.carry_out, effect)
+            if answer is None:
+                if stage != shown:
+                    shown = await self.show(stage, driver)
+                answer = await self.answers.get()
+            stage, effects = next_stage(stage, answer)
 
-        The stages (engine, planner, every screen) load here, off the UI thread, so the first
-        frame shows at once.
-        """
-        if self.wizard is None:
-            from gpuwizard.stages import Wizard
+    def make_driver(self) -> SetupDriver:
+        """The driver, and with it the engine, the planner and every view (off the UI thread)."""
+        from gpuwizard import stageviews  # noqa: F401 - loaded here, not on the first frame
+        from gpuwizard.setup.driver import SetupDriver
 
-            self.wizard = Wizard(self, self.backend, self.ssh_hint)
-        self.wizard.look()
+        driver = SetupDriver(self.backend)
+        _ = driver.table
+        return driver
+
+    async def show(self, stage: Stage, driver: SetupDriver) -> Stage:
+        from gpuwizard.stageviews import view_for
+
+        while not self.answers.empty():  # answers to the view that is going away
+            self.answers.get_nowait()
+        await self.shell.show(view_for(stage, driver, self.ssh_hint))
+        return stage
+
+    @on(Answered)
+    def take_answer(self, message: Answered) -> None:
+        """Only the view on show answers; a late answer from one going away is dropped."""
+        if message.view is self.shell.view:
+            self.answers.put_nowait(message.answer)
+
+    def finish(self, effect: Exit) -> None:
+        self.exit_code = effect.code
+        self.exit(effect.message, return_code=effect.code)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failure while looking at the machine ends the wizard with one clear line."""
-        if event.state is WorkerState.ERROR and event.worker.group in ("detect", "resume"):
-            self.failed = True
-            what = "look at this machine" if event.worker.group == "detect" else "check the reboot"
-            self.exit(f"gpuwizard: could not {what}: {event.worker.error}")
+        if event.state is WorkerState.ERROR and event.worker.group == "conduct":
+            self.exit_code = EXIT_FAILED
+            what = "look at this machine" if isinstance(self.stage, Looking) else "go on"
+            self.exit(f"gpuwizard: could not {what}: {event.worker.error}", return_code=1)
 
+    # ------------------------------------------------------------------------- app-wide keys
     def action_help(self) -> None:
         self.push_screen(HelpScreen(str(self.backend.state_dir), self.backend.simulated))
 
@@ -86,16 +143,21 @@ class GpuWizardApp(App[str]):
 
     def action_quit_wizard(self) -> None:
         """Leave at once when nothing runs; explain first when a step is running."""
-        if self.wizard is None or not self.wizard.handle.running():
+        if not self.step_running():
             self.exit("")
             return
         self.push_screen(QuitScreen(running=True), lambda leave: self.exit("") if leave else None)
 
+    def step_running(self) -> bool:
+        view: StageView | None = self.shell.view
+        return getattr(view, "mode", None) == "running"
 
-def run_tui(backend: Backend) -> tuple[str, bool]:
-    """Run the wizard; returns what to print after the screen is gone, and whether it failed."""
+
+def run_tui(backend: Backend) -> tuple[str, int]:
+    """Run the wizard; returns what to print after the screen is gone, and the exit code."""
     app = GpuWizardApp(backend, ssh_hint=ssh_hint())
-    return app.run() or "", app.failed
+    message = app.run() or ""
+    return message, app.exit_code
 
 
 def ssh_hint() -> str:
