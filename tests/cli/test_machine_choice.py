@@ -53,3 +53,8 @@ def test_a_bad_profile_is_a_usage_error_never_the_real_machine(name: str, messag
             choose(args(simulate=name))
         assert str(refused.value).startswith(message)
         assert "`gpuwizard profiles`" in str(refused.value)
+
+
+def test_accept_changes_needs_an_answers_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--simulate", PROFILE, "apply", "--accept-changes"]) == 2
+    assert "--accept-changes goes with --config answers.yaml" in capsys.readouterr().err

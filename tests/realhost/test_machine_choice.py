@@ -91,3 +91,10 @@ def test_nvml_is_asked_only_where_its_library_can_be_found(tmp_path: Path) -> No
     assert library_findable(tmp_path / "no-cache", dirs=())  # cannot tell: NVML decides
     if not library_findable():  # this machine without a driver: the answer pynvml would give
         assert probe_nvml().reason == "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"
+
+
+def test_apply_without_root_is_refused_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    with unprivileged():
+        code = cli.main(["apply", "--yes"])
+    assert code == 2
+    assert "installing changes the system: run it as root" in capsys.readouterr().err

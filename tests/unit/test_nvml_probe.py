@@ -79,7 +79,7 @@ def test_every_reading_is_taken_and_unsupported_ones_are_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
-    nvml = probe_nvml()
+    nvml = probe_nvml(findable=lambda: True)
     assert isinstance(nvml, NvmlOk)
     assert (nvml.driver_version, nvml.cuda_driver_version) == ("580.95.05", "13.0")
     first, second = nvml.gpus
@@ -95,14 +95,14 @@ def test_every_reading_is_taken_and_unsupported_ones_are_none(
 
 def test_pairs_without_peer_to_peer_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(gpus=3, p2p_status=2))
-    nvml = probe_nvml()
+    nvml = probe_nvml(findable=lambda: True)
     assert isinstance(nvml, NvmlOk)
     assert nvml.p2p_unavailable == ("0-1", "0-2", "1-2")
 
 
 def test_no_driver_is_a_fact(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=NVMLError_LibraryNotFound))
-    assert probe_nvml() == NvmlUnavailable(
+    assert probe_nvml(findable=lambda: True) == NvmlUnavailable(
         "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"
     )
 
@@ -133,7 +133,7 @@ def test_memory_health_is_read_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPa
     module.nvmlDeviceGetRemappedRows = per_gpu((3, 1, 1, 0))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pynvml", module)
 
-    nvml = probe_nvml()
+    nvml = probe_nvml(findable=lambda: True)
 
     assert isinstance(nvml, NvmlOk)
     first, second = nvml.gpus
@@ -153,7 +153,7 @@ def test_a_pynvml_without_the_memory_calls_leaves_them_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
-    nvml = probe_nvml()
+    nvml = probe_nvml(findable=lambda: True)
     assert isinstance(nvml, NvmlOk)
     gpu = nvml.gpus[0]
     assert (gpu.ecc_enabled, gpu.remapped_rows_uncorrectable, gpu.retired_pages_pending) == (

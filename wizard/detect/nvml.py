@@ -161,9 +161,9 @@ def library_findable(cache: Path = LOADER_CACHE, dirs: Sequence[str] = _LOADER_D
     return any(Path(folder, NVML_LIBRARY).exists() for folder in (*paths, *dirs))
 
 
-def probe_nvml() -> Nvml:
-    """Ask the driver; never raises."""
-    if not library_findable():
+def probe_nvml(findable: Callable[[], bool] = library_findable) -> Nvml:
+    """Ask the driver; never raises. ``findable`` checks for the library first."""
+    if not findable():
         return NvmlUnavailable(_INIT_FAILURES["NVMLError_LibraryNotFound"])
     try:
         import pynvml as nvml

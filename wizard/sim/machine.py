@@ -2,8 +2,8 @@
 NVML answer from the simulation's state, so a step's effect shows up in the next detection.
 
 Probes the simulation models (rpm's package list, services, the MOK, cloud-init) answer from
-sim.json, and dpkg's files in the sandbox are written from it (``Sandbox.save``); the rest
-replay the profile's recording. NVML answers once the nvidia module is "loaded" (after a
+sim.json, and dpkg's files read as rendered from it (``SimHost``); the rest replay the
+profile's recording. NVML answers once the nvidia module is "loaded" (after a
 simulated reboot), with the installed driver's version.
 """
 
@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwizard import dpkgdb
 from gpuwizard.detect import pci
 from gpuwizard.detect.installs import PACKAGE_PATTERNS
 from gpuwizard.detect.recording import load_commands, recorded_host
@@ -184,13 +185,44 @@ def sim_has_nvswitch(sandbox: Sandbox) -> bool:
     return bool(pci.classify(host, pci.scan(host))[1])
 
 
+@dataclass(frozen=True)
+class SimHost(Host):
+    """The sandbox's files, but dpkg's database as the simulation's state holds it now.
+
+    sim.json is the one record of what the stand-in tools did; dpkg's files are rendered from it
+    on every read, so they can never disagree with it (a write of two files could be cut in
+    half by the kills the fault tests make). Detection reads them through the door, as on a
+    real machine."""
+
+    sandbox: Sandbox | None = None
+
+    def read_bytes(self, absolute: str, limit: int | None = None) -> bytes | None:
+        if self.sandbox is not None and absolute == dpkgdb.STATUS and self.sandbox.has_dpkg:
+            return render_status(self.sandbox.load()).encode()[:limit]
+        return super().read_bytes(absolute, limit)
+
+    def listdir(self, absolute: str) -> tuple[str, ...]:
+        if self.sandbox is not None and absolute == dpkgdb.UPDATES and self.sandbox.has_dpkg:
+            return ("0001",) if self.sandbox.load().dpkg_interrupted else ()
+        return super().listdir(absolute)
+
+
+def render_status(state: SimState) -> str:
+    """dpkg's status file for the simulated packages (held ones marked so)."""
+    return dpkgdb.render(
+        dpkgdb.Entry(name, version, "hold" if name in state.held else "install", "ok", "installed")
+        for name, version in state.packages.items()
+    )
+
+
 def sandbox_host(sandbox: Sandbox) -> Host:
     """Detection's door into the simulated machine."""
     base = recorded_host(sandbox.directory)
-    return Host(
+    return SimHost(
         root=sandbox.root,
         run=SimProbes(sandbox),
         nvml=SimNvml(sandbox, base.nvml()),
         links=sandbox.links(),
         empty_dirs=base.empty_dirs,
+        sandbox=sandbox,
     )

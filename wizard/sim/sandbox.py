@@ -83,25 +83,11 @@ class Sandbox:
 
     def save(self, state: SimState) -> None:
         write_atomic(self.state_file, json.dumps(to_jsonable(state), indent=1).encode(), 0o600)
-        if self.path(dpkg.STATUS).parent.is_dir():  # a Debian-family machine: dpkg keeps its files
-            self._write_dpkg(state)
 
-    def _write_dpkg(self, state: SimState) -> None:
-        """dpkg's files as the simulated packages leave them; detection reads these, as on a
-        real machine. An interrupted dpkg leaves a journal in updates/."""
-        entries = [
-            dpkg.Entry(
-                name, version, "hold" if name in state.held else "install", "ok", "installed"
-            )
-            for name, version in state.packages.items()
-        ]
-        write_atomic(self.path(dpkg.STATUS), dpkg.render(entries).encode(), 0o644)
-        journal = self.path(f"{dpkg.UPDATES}/0001")
-        if state.dpkg_interrupted:
-            journal.parent.mkdir(parents=True, exist_ok=True)
-            journal.write_text("Package: nvidia-dkms\nStatus: install ok half-configured\n\n")
-        else:
-            journal.unlink(missing_ok=True)
+    @property
+    def has_dpkg(self) -> bool:
+        """A Debian-family machine: its packages are dpkg's (gpuwizard.sim.machine.SimHost)."""
+        return self.path(dpkg.STATUS).is_file()
 
     def json(self, name: str, default: Any) -> Any:
         path = self.directory / name
