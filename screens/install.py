@@ -34,7 +34,7 @@ from gpuwizard.screens.modals import QuitScreen, SecretScreen
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
-from gpuwizard.setup.flow import Aborted, RunEnded
+from gpuwizard.setup.flow import Aborted, Freed, RunEnded
 
 POLL_S = 0.05
 GONE_AFTER_S = 2.0
@@ -100,8 +100,12 @@ class InstallView(StageView):
         control: RunControl,
         attach: bool,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        driven_by: str | None = None,
     ) -> None:
+        """``driven_by``: another front end drives this run (who, in words): this view only
+        watches, and answers Freed once that front end has gone."""
         super().__init__()
+        self.driven_by = driven_by
         self.plan = plan
         self.control = control
         self.attach = attach
@@ -155,6 +159,18 @@ class InstallView(StageView):
         self.render_view()
         self.follow()
         self.set_interval(1.0, self.show_progress)
+        if self.driven_by is not None:
+            self.set_interval(1.0, self.check_driver)
+
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        """Watching another front end's run: no key that would decide something."""
+        deciding = {"run_step", "run_all", "skip", "retry", "abort"}
+        return not (self.driven_by is not None and action in deciding)
+
+    def check_driver(self) -> None:
+        if not self.control.driven_elsewhere():
+            self.ended = True
+            self.answer(Freed())
 
     # ------------------------------------------------------------------------------ following
     @work(exclusive=True, group="follow", thread=True, exit_on_error=False)
@@ -211,6 +227,8 @@ class InstallView(StageView):
     def ended_live(self) -> None:
         """The newest invocation ended while this view watched: a reboot asked or all done leads
         elsewhere; a pause, a failure or a stop stay here."""
+        if self.driven_by is not None:
+            return  # the front end that drives it decides what comes next
         ending = self.view.ending
         self.launching = False
         if isinstance(ending, Stopped) and ending.reason is StopReason.PAUSED and self.auto:
@@ -242,8 +260,22 @@ class InstallView(StageView):
 
     def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
         details = self.query_one("#details", Static)
+        if self.driven_by is not None:
+            details.update(
+                Text.assemble(
+                    ("Watching: ", "bold yellow"),
+                    f"another gpuwizard drives this setup, {self.driven_by}. Nothing is decided here; "
+                    "once it has gone, this one takes over.",
+                )
+            )
+            return
         if mode == "waiting" and not remaining:
-            details.update(Text("Every step has run.", style="bold green"))
+            details.update(
+                Text.assemble(
+                    ("Nothing is left to do. ", "bold green"),
+                    "Enter checks every step once more and finishes the run.",
+                )
+            )
             return
         step = next((s for s in self.plan.steps if s.id == self.current), None)
         if step is not None:
@@ -331,11 +363,12 @@ class InstallView(StageView):
         self.render_view()
 
     def action_run_step(self) -> None:
-        if self.mode == "waiting" and self.pending_steps():
-            self.launch(one_step=not self.auto)
+        """The next step; with none left, the runner checks them all again and ends the run."""
+        if self.mode == "waiting":
+            self.launch(one_step=not self.auto and bool(self.pending_steps()))
 
     def action_run_all(self) -> None:
-        if self.mode == "waiting" and self.pending_steps():
+        if self.mode == "waiting":
             self.auto = True
             self.launch(one_step=False)
 

@@ -118,7 +118,7 @@ class ResumeView(StageView):
             ),
             None,
         )
-        self.query_one("#resume-status", Static).update("")
+        self.query_one("#resume-status", Static).display = False
         lines = resume_text(self.checked, upcoming, view.rebooted, problem)
         self.query_one("#resume-checked", Static).update(Group(*lines))
         self.done = True

@@ -54,4 +54,6 @@ class StageShell(Screen[None]):
         await box.remove_children()
         self.view = view
         await box.mount(view)
-        view.focus()
+        # As a screen does on showing (AUTO_FOCUS): its first focusable widget, else the view.
+        focusable = [widget for widget in view.query("*") if widget.focusable]
+        (focusable[0] if focusable else view).focus()

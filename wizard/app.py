@@ -55,6 +55,7 @@ class GpuWizardApp(App[str]):
         self.answers: asyncio.Queue[Answer] = asyncio.Queue()
         self.stage: Stage = Looking(self.request)
         self.exit_code = 0
+        self.driver: SetupDriver | None = None
 
     @property
     def failed(self) -> bool:
@@ -72,7 +73,7 @@ class GpuWizardApp(App[str]):
     @work(exclusive=True, group="conduct", exit_on_error=False)
     async def conduct(self) -> None:
         await self.shell.show(LookingView())
-        driver = await asyncio.to_thread(self.make_driver)
+        driver = self.driver = await asyncio.to_thread(self.make_driver)
         shown: Stage | None = None
         stage: Stage = self.stage
         effects: tuple[Effect, ...] = (Detect(),)
@@ -108,6 +109,10 @@ class GpuWizardApp(App[str]):
             self.answers.get_nowait()
         await self.shell.show(view_for(stage, driver, self.ssh_hint))
         return stage
+
+    async def on_unmount(self) -> None:
+        if self.driver is not None:
+            self.driver.close()  # another front end may drive now
 
     @on(Answered)
     def take_answer(self, message: Answered) -> None:

@@ -148,6 +148,7 @@ class Script:
         self.ask = ask
         self.printer = Printer(out, request.verbose)
         self.prepared = False
+        self.reboot_said = False
         self.name = driver.backend.name
 
     def answer(self, stage: flow.Stage) -> flow.Answer | int:  # noqa: C901 - one case per stage
@@ -162,6 +163,8 @@ class Script:
                 return self.review(stage)
             case flow.Installing():
                 return self.install(stage)
+            case flow.Watching():
+                return self.watch(stage)
             case flow.AwaitingReboot():
                 return self.reboot(stage)
             case flow.Resuming():
@@ -207,11 +210,24 @@ class Script:
         ending = view.ending
         if view.invocation == started and not stage.attach:
             return self.runner_did_not_start()
+        self.reboot_said = isinstance(ending, RebootAsked)
         if isinstance(ending, Finished | RebootAsked) or (
             isinstance(ending, Stopped) and ending.reason is StopReason.CHANGED
         ):
             return flow.RunEnded(self.driver.disk())
         return EXIT_FAILED
+
+    def watch(self, stage: flow.Watching) -> int:
+        """Another front end drives: follow its run, decide nothing, end as it ended."""
+        self.out.write(
+            f"Another gpuwizard drives the setup of {self.name}: {stage.holder.describe()}; following it.\n"
+        )
+        events = self.driver.events()
+        view = self.follow(events, self.catch_up(events, echo=True))
+        ending = view.ending
+        if isinstance(ending, RebootAsked):
+            return EXIT_REBOOT
+        return EXIT_DONE if isinstance(ending, Finished) and ending.ok else EXIT_FAILED
 
     def dry_run_of_unfinished(self, stage: flow.Installing) -> int:
         self.out.write(f"An unfinished setup waits on {self.name}; its plan:\n")
@@ -263,8 +279,9 @@ class Script:
 
     # --------------------------------------------------------------------- reboot and after
     def reboot(self, stage: flow.AwaitingReboot) -> flow.Answer | int:
-        if self.request.dry_run or not self.request.yes:
+        if not self.reboot_said:  # else the runner's own event said so a moment ago
             self.out.write(f"==> reboot needed: {stage.reason}\n")
+        if self.request.dry_run or not self.request.yes:
             self.out.write(
                 "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
             )
@@ -300,8 +317,14 @@ class Script:
 def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
     """Run the state machine to the end with scripted answers; the exit code."""
     replay = Replay(request.answers, request.accept_changes) if request.answers else None
-    driver = SetupDriver(backend, replay)
-    script = Script(driver, request, out)
+    driver = SetupDriver(backend, replay, command="gpuwizard apply", drive=not request.dry_run)
+    try:
+        return run_script(driver, Script(driver, request, out), request, out)
+    finally:
+        driver.close()
+
+
+def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
     stage: flow.Stage = flow.Looking(request.setup)
     effects: tuple[flow.Effect, ...] = (flow.Detect(),)
     while True:

@@ -59,6 +59,8 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             return ReviewView(stage.plan)
         case flow.Installing():
             return InstallView(stage.plan, driver, stage.attach)
+        case flow.Watching():
+            return InstallView(stage.plan, driver, attach=True, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
             come_back = f"{ssh_hint}   then   gpuwizard"
             return RebootView(stage.reason, come_back, driver.backend.simulated)

@@ -14,6 +14,7 @@ Everything it touches is injected, so every path is tested without a system.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -46,6 +47,7 @@ from gpuwizard.runner.journal import (
 )
 from gpuwizard.steps.base import PlanError, Step
 
+REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
 ExitKind = Literal["done", "failed", "reboot", "changed", "stopped", "paused"]
 StepOutcome = Literal["continue", "failed", "reboot", "changed", "stopped"]
 StepRun = Generator[RunEvent, None, StepOutcome]
@@ -109,6 +111,11 @@ class Applier:
         """Run the reboot step's command: the machine goes down with this process, or says why
         it did not."""
         planned = next(s for s in self.journal.data.plan.steps if s.id == pending.step)
+        if pending.commanded_at is not None:  # the last reboot command changed nothing (T02)
+            still = self.steps[planned.id].check(self.probe()).reason
+            why = f"{REBOOT_MISSED}; still: {still}"
+            yield RebootRequested(planned.id, pending.boot_id_before, pending.attempt, why)
+        self.journal.set(reboot=dataclasses.replace(pending, commanded_at=now()))
         failpoint("reboot.before_cmd")
         yield ActionStarted(planned.id, 0, planned.actions[0].display())
         outcome = self.execute(planned.id, planned.actions[0])

@@ -109,6 +109,8 @@ _DEFAULTS = SessionOptions()
 
 def update_banner(host: Host, journal: Journal, why: str) -> None:
     path = host.path(LOGIN_BANNER)
+    if not path.parent.is_dir():
+        return  # no /etc/profile.d: no login shell would read a banner there
     try:
         if journal.data.finished:
             path.unlink(missing_ok=True)

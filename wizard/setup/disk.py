@@ -12,6 +12,7 @@ from pathlib import Path
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.runner.lock import RunnerStatus, read_run_record, runner_status
+from gpuwizard.setup.lease import Holder
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class DiskState:
     """How the last runner ended (run.json): done, failed, reboot, changed, paused, stopped."""
     boot_id: str | None
     """This boot's id, or None when it cannot be read."""
+    driven_by: Holder | None = None
+    """Another front end that drives this machine's setup (gpuwizard.setup.lease)."""
 
     @property
     def reboot_pending(self) -> bool:
@@ -44,7 +47,7 @@ class DiskState:
         return self.journal.run_id if self.journal else None
 
 
-def read_disk(state_dir: Path, boot_id: str | None) -> DiskState:
+def read_disk(state_dir: Path, boot_id: str | None, driven_by: Holder | None = None) -> DiskState:
     journal: JournalData | None = None
     problem = None
     if (state_dir / JOURNAL).exists():
@@ -59,4 +62,5 @@ def read_disk(state_dir: Path, boot_id: str | None) -> DiskState:
         problem=problem,
         outcome=record.outcome if record else None,
         boot_id=boot_id,
+        driven_by=driven_by,
     )

@@ -47,6 +47,7 @@ from gpuwizard.setup.flow import (
     Reboot,
     Rebooted,
 )
+from gpuwizard.setup.lease import Lease
 from gpuwizard.setup.plan import Replay, plan_request
 
 POLL_S = 0.1
@@ -66,9 +67,21 @@ class RunEvents:
 class SetupDriver:
     """One machine (real or simulated) as the core drives it."""
 
-    def __init__(self, backend: Backend, replay: Replay | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        replay: Replay | None = None,
+        *,
+        command: str = "gpuwizard",
+        drive: bool = True,
+    ) -> None:
+        """``command``: how the person started this front end (told to a second one);
+        ``drive``: take the lease to drive the setup (a dry run only looks)."""
         self.backend = backend
         self.replay = replay
+        self.command = command
+        self.drive = drive
+        self.lease = Lease(backend.state_dir)
 
     @functools.cached_property
     def table(self) -> CompatTable:
@@ -80,7 +93,7 @@ class SetupDriver:
         match effect:
             case Detect():
                 facts = self.facts()
-                return Looked(facts, self.disk(facts.boot.boot_id))
+                return Looked(facts, self.disk(facts.boot.boot_id, claim=self.drive))
             case MakePlan():
                 context = effect.context
                 return plan_request(self.table, context.facts, context.request, self.replay)
@@ -131,8 +144,19 @@ class SetupDriver:
         """This boot's id, read alone: cheap enough to ask several times a second."""
         return parse_boot_id(self.backend.host().read_text("/proc/sys/kernel/random/boot_id"))
 
-    def disk(self, boot_id: str | None = None) -> DiskState:
-        return read_disk(self.backend.state_dir, boot_id if boot_id is not None else self.boot_id())
+    def disk(self, boot_id: str | None = None, claim: bool = False) -> DiskState:
+        """The disk as it is; ``claim`` takes the lease to drive, when no other front end has it."""
+        other = self.lease.claim(self.command) if claim else self.lease.other()
+        boot = boot_id if boot_id is not None else self.boot_id()
+        return read_disk(self.backend.state_dir, boot, other)
+
+    def driven_elsewhere(self) -> bool:
+        """Another front end still drives the setup (a watching view asks this)."""
+        return self.lease.other() is not None
+
+    def close(self) -> None:
+        """This front end is done: another may drive."""
+        self.lease.release()
 
     # ---------------------------------------------------------------------------- the runner
     def start(self, one_step: bool, check_only: bool = False, reboot_now: bool = False) -> bool:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 
 from gpuwizard.facts import HostFacts
 from gpuwizard.plan import Plan, assert_never
+from gpuwizard.runner.journal import JournalData
 from gpuwizard.selection import Selection
 from gpuwizard.setup.disk import DiskState
+from gpuwizard.setup.lease import Holder
 from gpuwizard.setup.request import SetupRequest
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNSUPPORTED, EXIT_REBOOT = 0, 1, 2, 3, 10
@@ -70,6 +72,16 @@ class Installing:
     selection: Selection
     attach: bool = False
     """A runner is at work already (another terminal, an SSH drop): follow it."""
+    request: SetupRequest = field(default_factory=SetupRequest)
+
+
+@dataclass(frozen=True)
+class Watching:
+    """Another front end drives the setup: its run is shown, nothing is decided here."""
+
+    plan: Plan
+    selection: Selection
+    holder: Holder
     request: SetupRequest = field(default_factory=SetupRequest)
 
 
@@ -140,6 +152,7 @@ Stage = (
     | Choosing
     | Reviewing
     | Installing
+    | Watching
     | AwaitingReboot
     | Resuming
     | Verifying
@@ -226,6 +239,11 @@ class Aborted:
 
 
 @dataclass(frozen=True)
+class Freed:
+    """The front end that drove the setup has gone: look again, and maybe drive."""
+
+
+@dataclass(frozen=True)
 class RebootNow:
     pass
 
@@ -273,6 +291,7 @@ Answer = (
     | PrepareBusy
     | RunEnded
     | Aborted
+    | Freed
     | RebootNow
     | RebootLater
     | Rebooted
@@ -331,6 +350,12 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
     context = Context(facts, request, disk.run_id)
     if disk.problem is not None:
         return Refused(disk.problem, EXIT_BAD_INPUT)
+    if disk.driven_by is not None:  # another front end decides; this one may only watch
+        if journal is not None and not journal.finished:
+            return Watching(journal.plan, journal.selection, disk.driven_by, request)
+        who = disk.driven_by.describe()
+        why = f"another gpuwizard is setting up this machine: {who}; run this again once it is done"
+        return Refused(why, EXIT_FAILED)
     if journal is None:
         return Showing(context)
     if disk.runner == "running":
@@ -340,9 +365,7 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
     if disk.outcome == "changed":
         return Choosing(context, CHANGED)
     if journal.reboot is not None and disk.rebooted is False:
-        record = journal.record(journal.reboot.step)
-        reason = record.reason or "a step asked for it"
-        return AwaitingReboot(journal.plan, journal.selection, record.id, reason, request)
+        return _reboot_asked(journal, Installing(journal.plan, journal.selection, request=request))
     if journal.reboot is not None:  # it happened, or it cannot be told: the check decides
         return Resuming(journal.plan, journal.selection, request)
     return Installing(journal.plan, journal.selection, request=request)
@@ -376,6 +399,10 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
             return _after_reviewing(stage, answer)
         case Installing():
             return _after_installing(stage, answer)
+        case Watching():
+            if isinstance(answer, Freed):
+                return Looking(stage.request), (Detect(),)
+            return _stay(stage)
         case AwaitingReboot():
             return _after_reboot_asked(stage, answer)
         case Resuming():
@@ -472,6 +499,19 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
         case Aborted():
             return _exit(stage, ABORTED, EXIT_DONE)
     return _stay(stage)
+
+
+REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
+
+
+def _reboot_asked(journal: JournalData, stage: Installing) -> AwaitingReboot:
+    """The reboot the journal records (its boot_id unchanged), with why it is still needed."""
+    assert journal.reboot is not None
+    record = journal.record(journal.reboot.step)
+    reason = record.reason or "a step asked for it"
+    if journal.reboot.commanded_at is not None:
+        reason = f"{REBOOT_MISSED}; {reason}"
+    return AwaitingReboot(stage.plan, stage.selection, record.id, reason, stage.request)
 
 
 def _after_reboot_asked(stage: AwaitingReboot, answer: Answer) -> Next:
