@@ -51,10 +51,14 @@ def hostile_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     root = hosts / HOSTILE / "root"
     release = root / "etc/os-release"
     release.write_text(
-        release.read_text().replace('PRETTY_NAME="Ubuntu 22.04.5 LTS"', f'PRETTY_NAME="Ubuntu {ESCAPES}"')
+        release.read_text().replace(
+            'PRETTY_NAME="Ubuntu 22.04.5 LTS"', f'PRETTY_NAME="Ubuntu {ESCAPES}"'
+        )
     )
     cpuinfo = root / "proc/cpuinfo"
-    cpuinfo.write_text(cpuinfo.read_text().replace("model name\t: ", f"model name\t: {ESCAPES} ", 1))
+    cpuinfo.write_text(
+        cpuinfo.read_text().replace("model name\t: ", f"model name\t: {ESCAPES} ", 1)
+    )
     commands_file = hosts / HOSTILE / "commands.json"
     commands = json.loads(commands_file.read_text())
     commands["dmesg"]["stdout"] = commands["dmesg"]["stdout"].replace(
@@ -159,10 +163,14 @@ def test_an_answers_file_with_a_control_character_is_refused_naming_the_field(
     answers = tmp_path / "answers.yaml"
     answers.write_text(text.replace(old, escaped, 1))
 
-    code, output = run(capsys, "--simulate", hostile_host, "apply", "--config", str(answers), "--dry-run")
+    code, output = run(
+        capsys, "--simulate", hostile_host, "apply", "--config", str(answers), "--dry-run"
+    )
 
     assert code == 2
-    assert output.startswith(f"gpuwizard: --config {answers}: {field}: contains the control character U+")
+    assert output.startswith(
+        f"gpuwizard: --config {answers}: {field}: contains the control character U+"
+    )
     assert output.count("\n") == 1
     assert unsafe_in(output) == []
 

@@ -64,7 +64,9 @@ def hostile_facts():  # type: ignore[no-untyped-def]
 
 def hostile_plan():  # type: ignore[no-untyped-def]
     made = plan()
-    steps = tuple(dataclasses.replace(s, title=f"{s.title} {HOSTILE}", why=HOSTILE) for s in made.steps)
+    steps = tuple(
+        dataclasses.replace(s, title=f"{s.title} {HOSTILE}", why=HOSTILE) for s in made.steps
+    )
     return dataclasses.replace(made, summary=(HOSTILE, *made.summary), steps=steps)
 
 

@@ -32,7 +32,9 @@ def unsafe_in(text: str) -> list[str]:
     [
         pytest.param("a\x1b]52;c;cm0gLXJmIH4=\x07b", "ab", id="OSC 52 clipboard write, BEL-ended"),
         pytest.param("a\x1b]52;c;cm0=\x1b\\b", "ab", id="OSC 52, ST-ended"),
-        pytest.param("\x1b]8;;https://evil.example\x1b\\here\x1b]8;;\x1b\\", "here", id="OSC 8 link"),
+        pytest.param(
+            "\x1b]8;;https://evil.example\x1b\\here\x1b]8;;\x1b\\", "here", id="OSC 8 link"
+        ),
         pytest.param("\x1b]0;title\x07x", "x", id="window title"),
         pytest.param("\x1b[2Jx\x1b[31mred\x1b[0m", "xred", id="CSI 2J and colours"),
         pytest.param("bell\x07", "bell", id="BEL"),
@@ -45,7 +47,11 @@ def unsafe_in(text: str) -> list[str]:
         pytest.param("50%\r75%\rdone\n", "done\n", id="carriage-return redraws"),
         pytest.param("tab\tand\nnewline", "tab\tand\nnewline", id="tab and newline kept"),
         pytest.param("Ünïcödé 密码 ✓ –", "Ünïcödé 密码 ✓ –", id="printable text kept"),
-        pytest.param("\x1b]52;c;unterminated\nnext line", "\nnext line", id="unterminated OSC ends at the line"),
+        pytest.param(
+            "\x1b]52;c;unterminated\nnext line",
+            "\nnext line",
+            id="unterminated OSC ends at the line",
+        ),
         pytest.param("\U000e0041tag", "tag", id="a tag character"),
     ],
 )
@@ -57,7 +63,9 @@ def test_one_line_folds_breaks_and_tabs() -> None:
     assert one_line("a\n\tb\x1b[2J \u202ec") == "a b c"
 
 
-@pytest.mark.parametrize("value", ["\x1b]52;c;x\x07", "a\u202eb", "\x7f\x85\x9b", "\ud800", "\U000e0001"])
+@pytest.mark.parametrize(
+    "value", ["\x1b]52;c;x\x07", "a\u202eb", "\x7f\x85\x9b", "\ud800", "\U000e0001"]
+)
 def test_json_text_keeps_the_data_and_escapes_what_is_unsafe(value: str) -> None:
     text = json_text({"v": value, "k": [value]})
     assert json.loads(text) == {"v": value, "k": [value]}
