@@ -116,6 +116,7 @@ def test_the_bootstrap_script_pins_uv_as_pins_yaml_does() -> None:
     text = (Path(__file__).parents[2] / "tools" / "bootstrap.sh").read_text()
     assert f'UV_SHA256_X86_64="{pin_for("pypi:uv==0.13.9", "x86_64").sha256}"' in text
     assert f'UV_SHA256_AARCH64="{pin_for("pypi:uv==0.13.9", "aarch64").sha256}"' in text
+    assert f'PIP_VERSION="{pip_for("3.10").version}"' in text
 
 
 def test_the_torch_hashes_name_a_pinned_wheel_for_every_python_of_the_set() -> None:
