@@ -62,7 +62,16 @@ def clean(text: str) -> str:
     if "\r" in text:
         text = collapse(text)
     text = ASCII_CONTROL.sub("", text)
-    return text if text.isascii() else text.translate(_TABLE)
+    return text if text.isascii() else _drop_unsafe(text)
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _drop_unsafe(text: str) -> str:
+    """Non-ASCII text without its unsafe characters (judged once per distinct character)."""
+    unsafe = {ord(c): None for c in set(_NON_ASCII.findall(text)) if _TABLE[ord(c)] is None}
+    return text.translate(unsafe) if unsafe else text
 
 
 def one_line(text: str) -> str:

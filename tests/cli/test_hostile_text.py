@@ -43,10 +43,8 @@ def unsafe_in(text: str) -> list[str]:
     ]
 
 
-@pytest.fixture
-def hostile_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A recorded host with escapes in os-release, /proc/cpuinfo and dmesg, as a built-in profile."""
-    hosts = tmp_path / "hosts"
+def make_hostile_host(hosts: Path) -> Path:
+    """A copy of a recorded host with escapes in os-release, /proc/cpuinfo and dmesg."""
     shutil.copytree(profiles.profiles_dir() / BASE, hosts / HOSTILE)
     root = hosts / HOSTILE / "root"
     release = root / "etc/os-release"
@@ -65,7 +63,14 @@ def hostile_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         "GPU has fallen off the bus.", f"GPU has fallen off the bus. {ESCAPES}"
     )
     commands_file.write_text(json.dumps(commands))
-    monkeypatch.setattr(profiles, "profiles_dir", lambda: hosts)
+    return hosts / HOSTILE
+
+
+@pytest.fixture
+def hostile_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The hostile recorded host, as a built-in profile."""
+    make_hostile_host(tmp_path / "hosts")
+    monkeypatch.setattr(profiles, "profiles_dir", lambda: tmp_path / "hosts")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
     return HOSTILE

@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 from textual.screen import Screen
 
+from gpuwizard.detect import detect_host
+from gpuwizard.detect.recording import recorded_host
+from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Finding as DoctorFinding
 from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import ExportFile
@@ -26,7 +29,8 @@ from gpuwizard.export.source import ExportError
 from gpuwizard.facts import Nic, VerifyReport
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
-from gpuwizard.recommend.sizing import Finding
+from gpuwizard.recommend.sizing import Finding, assess
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.benchmark import BenchmarkScreen
 from gpuwizard.screens.detect import DetectScreen
@@ -41,6 +45,7 @@ from gpuwizard.screens.recommend import RecommendScreen
 from gpuwizard.screens.resume import ResumeScreen
 from gpuwizard.screens.review import ReviewScreen
 from gpuwizard.screens.verify import VerifyScreen
+from tests.cli.test_hostile_text import make_hostile_host
 from tests.ui.test_benchmark import RecordedBench, events_of
 from tests.ui.test_snapshots import FACTS, FakeRun, Harness, plan, recommendation
 
@@ -178,3 +183,21 @@ async def test_the_benchmark_screen_shows_notes_and_problems_literally(tmp_path:
     for text in (ready, done):
         assert CLICK in text and LINK in text
         assert unsafe_in(text) == []
+
+
+async def test_a_hostile_recorded_host_shows_clean_on_the_detect_and_doctor_screens(
+    tmp_path: Path,
+) -> None:
+    """The recorded host of tests/cli/test_hostile_text.py: its os-release, CPU name and kernel
+    log carry OSC 52, OSC 8, CSI 2J, BEL and U+202E; the screens show the text, cleaned."""
+    host = recorded_host(make_hostile_host(tmp_path))
+    facts = detect_host(host)
+    report = diagnose(host, tmp_path / "no-state").report
+    quoting = tuple(f for f in report.findings if any("click me" in e for e in f.evidence))
+    assert quoting, "the doctor quotes the hostile kernel log line"
+    shown = Report(quoting, report.unread)  # the one finding, so that it fits on the screen
+    for screen in (DetectScreen(facts, assess(facts, load_table()), True), DoctorScreen(shown)):
+        text = shown_text((await rendered(screen))[0])
+        assert unsafe_in(text) == []
+        words = " ".join(text.replace("█", " ").split())  # the modal's border, its wrapped lines
+        assert "click me" in words and "gnp.exe" in words, type(screen).__name__

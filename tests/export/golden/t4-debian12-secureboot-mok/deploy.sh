@@ -320,6 +320,7 @@ gw_fetch() {
       gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
   elif [[ -n $fingerprint ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
     key=("$part" "$fingerprint")
     if ((dearmor)); then key+=(--dearmor); fi
     if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
