@@ -2,7 +2,8 @@
 
 The runner does the work in its own process; this screen starts it for one step at a time (or
 for all remaining ones), follows its events through a worker, and shows them. Closing the
-screen, the terminal or the SSH link never stops a running step.
+screen, the terminal or the SSH link never stops a running step. Titles, commands, reasons and
+the log are the machine's text: shown cleaned and plain (``plain``), never as markup.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.screens.capabilities import RunControl
 from gpuwizard.screens.messages import RunnerGone, RunProgress
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
+from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
 
@@ -33,12 +35,12 @@ POLL_S = 0.05
 
 
 def step_details(step: StepPlan) -> Group:
-    parts = [Text(step.title, style="bold"), Text(step.why)]
+    parts = [plain(step.title, "bold"), plain(step.why)]
     for action in step.actions:
         parts.append(
-            Text(
+            plain(
                 f"$ {action.display()}" if isinstance(action, Run) else f"  {action.display()}",
-                style="cyan",
+                "cyan",
             )
         )
     return Group(*parts)
@@ -148,7 +150,7 @@ class InstallScreen(Screen[str]):
             elapsed = f" · running {seconds // 60}:{seconds % 60:02d}"
         verb = {"waiting": "next", "running": "now", "failed": "failed"}[self.mode]
         self.query_one("#progress", Static).update(
-            f"{finished}/{total} done · {verb}: {title}{elapsed}"
+            plain(f"{finished}/{total} done · {verb}: {title}{elapsed}")
         )
 
     # ------------------------------------------------------------------------------ following
@@ -230,7 +232,7 @@ class InstallScreen(Screen[str]):
             return
         self.live_hint = hint.id
         self.query_one("#hint", Static).update(
-            Text.assemble(("⚠ in the log: ", "bold"), f"{hint.explanation} {hint.fix}")
+            Text.assemble(("⚠ in the log: ", "bold"), part(f"{hint.explanation} {hint.fix}"))
         )
 
     def stopped(self, event: ev.RunStopped) -> None:
@@ -247,11 +249,11 @@ class InstallScreen(Screen[str]):
     def failed(self, step_id: str, reason: str, log: str | None) -> None:
         self.mode, self.auto, self.failed_step = "failed", False, step_id
         hint = match([*self.tail, reason])
-        text = Text.assemble(("✗ ", "bold red"), (reason, "bold"))
+        text = Text.assemble(("✗ ", "bold red"), part(reason, "bold"))
         if hint:
-            text.append(f"\n{hint.explanation} {hint.fix}")
+            text.append(*part(f"\n{hint.explanation} {hint.fix}"))
         text.append(
-            f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", style="dim"
+            *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
         )
         self.query_one("#hint", Static).update(text)
 

@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from gpuwizard.screens.plain import part
+
 
 class RebootScreen(Screen[bool]):
     """Dismisses with True to reboot now, False to reboot later."""
@@ -34,9 +36,9 @@ class RebootScreen(Screen[bool]):
         )
         body = Text.assemble(
             ("A reboot is needed\n\n", "bold"),
-            ("Why: ", "bold"), f"{self.reason}\n\n",
+            ("Why: ", "bold"), part(f"{self.reason}\n\n"),
             ("What happens: ", "bold"), f"{what}\n\n",
-            ("How to come back: ", "bold"), f"wait a minute or two, then\n    {self.come_back}\n",
+            ("How to come back: ", "bold"), part(f"wait a minute or two, then\n    {self.come_back}\n"),
             "gpuwizard checks the machine again and continues where it stopped.",
         )  # fmt: skip
         yield Header()

@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from gpuwizard.screens.plain import plain
+
 MARK = {"done": ("✓", "green"), "failed": ("✗", "red"), "pending": ("↻", "yellow")}
 
 
@@ -42,7 +44,7 @@ class ResumeScreen(Screen[bool]):
         table = Table.grid(padding=(0, 1))
         for title, state, reason in self.checked:
             mark, style = MARK.get(state, ("·", ""))
-            table.add_row(Text(mark, style=style), Text(title, style="bold"), reason)
+            table.add_row(Text(mark, style=style), plain(title, "bold"), plain(reason))
         after = f"Next: {self.next_title}" if self.next_title else "Nothing is left to do."
         if self.problem and not self.checked:
             heading = "The check after the reboot stopped:"
@@ -58,8 +60,8 @@ class ResumeScreen(Screen[bool]):
             if self.checked:
                 yield Static(table)
             if self.problem:
-                yield Static(Text(f"\n{self.problem}", style="bold red"))
-            yield Static(Text(f"\n{after}"))
+                yield Static(plain(f"\n{self.problem}", "bold red"))
+            yield Static(plain(f"\n{after}"))
         yield Footer()
 
     def action_proceed(self) -> None:

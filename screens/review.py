@@ -1,4 +1,6 @@
-"""ReviewScreen: every step with what it will change, the download and the time; one confirm."""
+"""ReviewScreen: every step with what it will change, the download and the time; one confirm.
+
+Titles, paths and the summary quote the machine's facts: each is plain text, never markup."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from textual.widgets import Footer, Header, Static
 
 from gpuwizard.plan import Plan
 from gpuwizard.plan_view import describe
+from gpuwizard.screens.plain import plain
 
 
 def plan_table(plan: Plan) -> Table:
@@ -29,8 +32,8 @@ def plan_table(plan: Plan) -> Table:
         style = "cyan" if step.reboot else ""
         table.add_row(
             str(number),
-            Text(step.title, style=style),
-            describe(step),
+            plain(step.title, style),
+            plain(describe(step)),
             str(step.download_mib or ""),
             f"{step.minutes:g}",
         )
@@ -71,7 +74,7 @@ class ReviewScreen(Screen[bool]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="review-body"):
-            yield Static("\n".join(self.plan.summary), id="review-summary")
+            yield Static(plain("\n".join(self.plan.summary)), id="review-summary")
             yield Static(totals(self.plan))
             yield Static(plan_table(self.plan))
             yield Static(

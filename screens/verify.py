@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from gpuwizard.facts import VerifyReport
+from gpuwizard.screens.plain import part
 
 
 class VerifyScreen(Screen[bool]):
@@ -38,11 +39,11 @@ class VerifyScreen(Screen[bool]):
             if report.ok
             else ("✗ Verification found problems", "bold red")
         )
-        text = Text.assemble(head, f"\n\ntorch {report.torch} in {report.env}\n\n")
+        text = Text.assemble(head, part(f"\n\ntorch {report.torch} in {report.env}\n\n"))
         for device in report.devices:
-            text.append(f"  {device}\n")
+            text.append(*part(f"  {device}\n"))
         for problem in report.problems:
-            text.append(f"  ✗ {problem}\n", style="red")
+            text.append(*part(f"  ✗ {problem}\n", "red"))
         return text
 
     def action_proceed(self) -> None:

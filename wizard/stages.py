@@ -29,6 +29,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend, StartBusy, current
 from gpuwizard.runner.files import write_files
 from gpuwizard.runs import RunHandle
+from gpuwizard.safetext import clean
 from gpuwizard.screens.benchmark import BenchmarkScreen
 from gpuwizard.screens.detect import DetectScreen
 from gpuwizard.screens.done import DoneScreen
@@ -169,7 +170,7 @@ class Wizard:
                 self.facts, decision.result, decision.options, self.table
             )
         except (OptionsError, ValueError) as error:
-            self.app.notify(str(error), severity="error")
+            self.app.notify(clean(str(error)), severity="error", markup=False)
             self.enter(Stage.RECOMMEND)
             return
         self.enter(Stage.REVIEW)
@@ -188,7 +189,7 @@ class Wizard:
         try:
             prepared = self.handle.prepare(self.plan, self.selection, self.facts)
         except StartBusy as error:
-            self.app.notify(str(error), severity="error", timeout=10)
+            self.app.notify(clean(str(error)), severity="error", timeout=10, markup=False)
             return
         if not prepared:  # another gpuwizard started a run meanwhile: show that one
             state = current(self.backend.state_dir, None)

@@ -2,12 +2,16 @@
 
 Lines arrive in bursts; they are buffered and written to the Log widget in one batch on a
 timer (25 Hz), which Textual renders more than 40x faster than line by line (ARCHITECTURE U5).
-The pane keeps the last ``max_lines`` only; the full log stays on disk.
+The pane keeps the last ``max_lines`` only; the full log stays on disk. Every line is cleaned by
+gpuwizard's one sanitiser on the way in (the runner cleans its log lines already; an events
+file is still text from outside the screen).
 """
 
 from __future__ import annotations
 
 from textual.widgets import Log
+
+from gpuwizard.safetext import clean
 
 FLUSH_HZ = 25
 MAX_LINES = 5000
@@ -33,7 +37,7 @@ class LogPane(Log):
     def add(self, lines: tuple[str, ...] | list[str], dropped: int = 0) -> None:
         if dropped:
             self.pending.append(f"[… {dropped} more lines in the log file …]")
-        self.pending.extend(lines)
+        self.pending.extend(clean(line) for line in lines)
         self.received += len(lines)
         if len(self.pending) > self.max_lines_or_default:
             del self.pending[: len(self.pending) - self.max_lines_or_default]

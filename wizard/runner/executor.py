@@ -23,7 +23,8 @@ from typing import BinaryIO
 from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
-from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never
+from gpuwizard.paths import DOWNLOADS_DIR
+from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never, uses_downloads
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
 
@@ -121,6 +122,9 @@ class Executor:
         return outcome
 
     def _carry_out(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
+        if uses_downloads(action):
+            # What is downloaded there is run or installed from there: only root may enter.
+            make_private_dir(self.host.path(DOWNLOADS_DIR))
         match action:
             case Run():
                 return self.run(step_id, action)

@@ -2,28 +2,23 @@
 
 ``Scrubber`` masks secrets in the byte stream (holding back a tail that may begin one);
 ``Display`` turns raw bytes into display lines: decoded incrementally (a character split across
-reads comes out whole), ANSI escapes and control characters dropped, carriage-return redraws
-collapsed to what the terminal would show, overlong lines wrapped. Pure: no I/O.
+reads comes out whole), cleaned by gpuwizard's one sanitiser (``gpuwizard.safetext``: escapes,
+control and format characters dropped, carriage-return redraws collapsed to what the terminal
+would show), overlong lines wrapped. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import codecs
-import re
 from collections import deque
+
+from gpuwizard.safetext import clean
 
 MASK = "********"
 MASK_BYTES = MASK.encode()
 LAST_LINES = 20
 MAX_LINE_CHARS = 65536
 """Longer display lines are wrapped, as a terminal would, so memory stays bounded (T28)."""
-
-# CSI, OSC (ended by BEL or ST), DCS/PM/APC strings, and two-character escapes. None may span a
-# newline, so an unterminated sequence cannot swallow the lines after it.
-ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])"
-)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
 class Scrubber:
@@ -65,27 +60,6 @@ def prefix_overlap(data: bytes, secret: bytes) -> int:
         if data.endswith(secret[:size]):
             return size
     return 0
-
-
-def clean(text: str) -> str:
-    """Display form: no ANSI escapes, no control characters, CR redraws collapsed."""
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
-    if "\r" in text:
-        text = collapse(text)
-    return CONTROL.sub("", text)
-
-
-def collapse(text: str) -> str:
-    text = text.replace("\r\n", "\n").rstrip("\r")
-    if "\r" not in text:
-        return text
-    return "\n".join(last_redraw(line) if "\r" in line else line for line in text.split("\n"))
-
-
-def last_redraw(line: str) -> str:
-    drawn = [part for part in line.split("\r") if part]
-    return drawn[-1] if drawn else ""
 
 
 def compact(partial: str) -> str:
