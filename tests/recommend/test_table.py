@@ -21,8 +21,9 @@ def edited(change) -> str:
 
 
 def test_the_shipped_table_is_valid_and_dated(table):
-    assert table.reviewed == "2026-12-02"
+    assert table.reviewed == "2026-12-03"
     assert table.torch("2.14.1") is not None
+    assert "newest torch release whose whole set is confirmed" in table.latest_policy
 
 
 def test_every_row_cites_a_known_source(table):
@@ -38,7 +39,20 @@ def test_every_row_cites_a_known_source(table):
 
 def test_unconfirmed_facts_are_marked(table):
     release = table.torch("2.15.0")
-    assert release is not None and not release.confirmed and release.torchvision is None
+    assert release is not None and not release.confirmed and "UNCONFIRMED" in (release.note or "")
+    assert release.torchvision == "0.29.2"  # its Requires-Dist (torch>=2.14.0) admits 2.15.0
+
+
+def test_every_source_has_an_address_and_a_date(table):
+    for key, source in table.sources.items():
+        assert source.address.startswith("http"), key
+        assert "2026-12-02" <= source.checked <= table.reviewed, key
+
+
+def test_every_release_from_the_guides_1_12_1_to_2_15_0_is_known(table):
+    versions = {r.version for r in table.torch_releases}
+    assert {"1.12.1", "1.13.0", "2.0.0", "2.1.1", "2.2.1", "2.3.0", "2.15.0"} <= versions
+    assert len(versions) == 31
 
 
 def _first(key):
