@@ -4,8 +4,9 @@ Ubuntu's archive carries the server branches (``nvidia-driver-580-server-open`` 
 ``nvidia-utils-580-server`` so nvidia-smi exists); Debian and Rocky use NVIDIA's repository
 (``nvidia-open`` / ``cuda-drivers``, the branch pinned by ``nvidia-driver-pinning-580``, a dnf
 module stream on RHEL 8/9, or ``dnf versionlock add '*nvidia*580*'`` on RHEL 10, which has no
-module streams: NVIDIA's driver installation guide, R620 edition). Done means the packages are installed and a module exists for the kernel that
-boots next; loading it waits for the reboot step.
+module streams: NVIDIA's driver installation guide, R620 edition). Done means the packages are
+installed and a module exists for the kernel that boots next; loading it waits for the reboot
+step.
 """
 
 from __future__ import annotations

@@ -98,8 +98,8 @@ def test_every_golden_dockerfile_passes_hadolint(tmp_path: Path) -> None:
     [
         pytest.param(
             "a100x4-ubuntu2004-fresh",
-            "nvidia/cuda:12.4.1-base-ubuntu20.04",
-            id="R550 caps cu126 at 12.4",
+            "nvidia/cuda:12.6.3-base-ubuntu20.04",
+            id="R570 (CUDA 12.8) does not cap cu126",
         ),
         pytest.param(
             "h100x8-ubuntu2204-fresh",
@@ -166,7 +166,7 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
     text = render_dockerfile(source)
     runs = "\n".join(i for i in instructions(text) if i.startswith("RUN "))
     for host_only in (
-        "nvidia-driver-550-server",
+        "nvidia-driver-570-server-open",
         "update-initramfs",
         "apt-mark",
         "docker.io",
@@ -241,7 +241,7 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start()
 
 def test_host_notes_say_what_the_host_needs() -> None:
     with_docker = render_docker_host_notes(case_source(ALL_OPTIONS_CASE))
-    assert "R550 (550.144.03" in with_docker and "the plan installs it" in with_docker
+    assert "R570 (570.211.01" in with_docker and "the plan installs it" in with_docker
     assert "the plan sets them up" in with_docker
     assert "docker build -t gpuwizard-pytorch:2.14.1-cu126 ." in with_docker
     assert "docker run --gpus all --rm gpuwizard-pytorch:2.14.1-cu126" in with_docker

@@ -423,7 +423,10 @@ CASES = [
     pytest.param(
         Host(("H100",)),
         Choices(torch="1.13.1"),
-        Want(status="unsupported", refusal="no x86_64 CUDA build of torch 1.13.1 has kernels for H100"),
+        Want(
+            status="unsupported",
+            refusal="no x86_64 CUDA build of torch 1.13.1 has kernels for H100",
+        ),
         id="torch 1.13 never had Hopper kernels",
     ),
     pytest.param(
@@ -441,9 +444,7 @@ CASES = [
     pytest.param(
         Host(("A100",)), Choices(torch="2.1.1"), Want(torch="2.1.1"), id="a middle patch release"
     ),
-    pytest.param(
-        Host(("A100",)), Choices(torch="2.2.0"), Want(torch="2.2.0"), id="a .0 release"
-    ),
+    pytest.param(Host(("A100",)), Choices(torch="2.2.0"), Want(torch="2.2.0"), id="a .0 release"),
     pytest.param(
         Host(("A100",), python="3.13"),
         Choices(torch="2.5.1"),

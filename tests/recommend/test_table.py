@@ -114,6 +114,46 @@ def _first(key):
         pytest.param(
             lambda d: d["drivers"][1].update(surprise=True), "unknown field", id="unknown field"
         ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(checked="yesterday"),
+            "sources[PYPI]: checked: not a date",
+            id="undated source",
+        ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(checked="2027-01-01"),
+            "checked after the table was reviewed",
+            id="source from the future",
+        ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(address=" "),
+            "needs an address",
+            id="source without an address",
+        ),
+        pytest.param(
+            lambda d: d["sources"].update(S99="a source without address or date"),
+            "sources.S99: expected a mapping",
+            id="a bare string source",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(variants=["cu130", "cu132"]),
+            "torch 2.14.1 is in its range but does not list cu126",
+            id="a build row claims a release that does not list it",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(aarch64_default="cu128"),
+            "aarch64_default cu128 is not one of its aarch64 builds",
+            id="aarch64 default outside its builds",
+        ),
+        pytest.param(
+            lambda d: next(r for r in d["torch_releases"] if r["version"] == "2.5.1").update(
+                aarch64=["cu124"]
+            ),
+            "no wheel_builds row for cu124 on aarch64",
+            id="aarch64 build without a row",
+        ),
+        pytest.param(
+            lambda d: d.update(latest_policy=""), "say which release latest means", id="no policy"
+        ),
     ],
 )
 def test_a_bad_row_is_refused_with_its_location(change, message):

@@ -96,7 +96,7 @@ def changes(
         )
         out.append(
             f"install Python {python.version} beside the system's ({system}; "
-            f"torch {release.version} needs {release.python[0]}–{release.python[1]})"
+            f"torch {release.version} needs {'–'.join(release.python_for(target.arch))})"
         )
     if target.secure_boot == "enabled" and driver.action != "keep" and not driver.signed_modules:
         out.append(

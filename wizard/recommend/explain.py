@@ -25,7 +25,7 @@ from gpuwizard.recommend.result import (
     TorchPlan,
 )
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
-from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
+from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import Target, is_guess, match_os
 from gpuwizard.version import Version, at_least, variant_cuda
 
@@ -109,7 +109,7 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
 
 
 def _python_plan(target: Target, release: TorchRelease) -> PythonPlan:
-    low, high = (Version.parse(v) for v in release.python)
+    low, high = (Version.parse(v) for v in release.python_for(target.arch))
     if target.python and low <= Version.parse(target.python) <= high:
         return PythonPlan(target.python, "use_system")
     preferred = min(max(Version.parse(PREFERRED_PYTHON), low), high)
@@ -144,7 +144,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
             release.torchvision,
             release.torchaudio,
             release.confirmed,
-            release.python,
+            release.python_for(target.arch),
         ),
         python=python,
         cuda_toolkit=_toolkit_plan(table, found, winner),
@@ -173,7 +173,8 @@ def reasons(
             f"({release.torchvision}) that fits"
         )
     out.append(_variant_reason(table, winner, target.arch))
-    supported = f"torch {release.version} supports Python {release.python[0]}–{release.python[1]}"
+    low, high = release.python_for(target.arch)
+    supported = f"torch {release.version} supports Python {low}–{high}"
     if python.action == "use_system":
         out.append(f"the system's Python {python.version} fits: {supported}")
     else:
@@ -293,9 +294,7 @@ def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> 
     return out
 
 
-def _variant_preference(
-    table: CompatTable, chosen: Candidate, variant: str, platform: str
-) -> str:
+def _variant_preference(table: CompatTable, chosen: Candidate, variant: str, platform: str) -> str:
     release = chosen.torch
     if variant in release.experimental:
         return f"experimental in torch {release.version}; {chosen.variant} is preferred"
@@ -349,7 +348,10 @@ def unconfirmed(table: CompatTable, found: Search, winner: Candidate) -> list[st
             f"torch {winner.torch.version}: {winner.torch.note or 'not fully confirmed'}; verified after install"
         )
     if winner.build and not winner.build.confirmed:
-        source = winner.build.note or "they come from build scripts or release notes, not from the wheels"
+        source = (
+            winner.build.note
+            or "they come from build scripts or release notes, not from the wheels"
+        )
         out.append(
             f"the GPU architectures in {winner.variant} builds of torch {winner.torch.version}: "
             f"{source}; verified after install"

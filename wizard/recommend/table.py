@@ -135,6 +135,10 @@ class TorchRelease:
     def builds_for(self, platform: str) -> tuple[str, ...]:
         return self.aarch64 if platform == "aarch64" else self.variants
 
+    def python_for(self, platform: str) -> tuple[str, str]:
+        """The CPython range of this release's wheels on a platform."""
+        return (self.aarch64_python or self.python) if platform == "aarch64" else self.python
+
     def pypi_default(self, platform: str) -> str | None:
         """PyPI's CUDA build for a platform, or None when its wheel there has no CUDA."""
         default = self.aarch64_default if platform == "aarch64" else self.default
@@ -280,10 +284,10 @@ def _check_sources(table: CompatTable) -> None:
         *((f"model_driver_floors[{r.device_id}]", r.sources) for r in table.model_driver_floors),
         *((f"packages[{k}]", r.sources) for k, r in table.packages.items()),
     ]
-    for where, sources in rows:
-        _check(bool(sources), where, "cites no source")
-        for source in sources:
-            _check(source in table.sources, where, f"cites unknown source {source!r}")
+    for where, keys in rows:
+        _check(bool(keys), where, "cites no source")
+        for key in keys:
+            _check(key in table.sources, where, f"cites unknown source {key!r}")
 
 
 def _check_release(table: CompatTable, release: TorchRelease) -> None:
