@@ -241,7 +241,7 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start()
 
 def test_host_notes_say_what_the_host_needs() -> None:
     with_docker = render_docker_host_notes(case_source(ALL_OPTIONS_CASE))
-    assert "R570 (570.211.01" in with_docker and "the plan installs it" in with_docker
+    assert "R570 (570.133.20" in with_docker and "the plan installs it" in with_docker
     assert "the plan sets them up" in with_docker
     assert "docker build -t gpuwizard-pytorch:2.14.1-cu126 ." in with_docker
     assert "docker run --gpus all --rm gpuwizard-pytorch:2.14.1-cu126" in with_docker

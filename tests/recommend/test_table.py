@@ -154,6 +154,16 @@ def _first(key):
         pytest.param(
             lambda d: d.update(latest_policy=""), "say which release latest means", id="no policy"
         ),
+        pytest.param(
+            lambda d: d["operating_systems"][0].update(driver_versions={"580": "580.178.04"}),
+            "R580 is not offered here",
+            id="an archive version for a branch not offered",
+        ),
+        pytest.param(
+            lambda d: d["operating_systems"][0].update(driver_versions={"570": "580.178.04"}),
+            "580.178.04 is not an R570 driver",
+            id="an archive version of another branch",
+        ),
     ],
 )
 def test_a_bad_row_is_refused_with_its_location(change, message):

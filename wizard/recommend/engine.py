@@ -64,14 +64,15 @@ def driver_options(
         return tuple(options)
     for branch in os_row.driver_branches:
         row = table.branch(branch)
-        if row is None or not row.installable or row.latest is None:
+        version = table.newest_driver(row, os_row) if row else None
+        if row is None or not row.installable or version is None:
             continue
         action: DriverAction = "install" if current is None else "upgrade"
         if current and branch == current.branch:
             continue
         for flavor in ("open", "proprietary"):
             if getattr(row, flavor):
-                options.append(DriverOption(action, branch, row.latest, flavor))
+                options.append(DriverOption(action, branch, version, flavor))
     return tuple(options)
 
 

@@ -162,6 +162,9 @@ class OsRelease:
     """Newer CPython versions the distribution packages beside its python3."""
     dnf_modules: bool = True
     """RHEL 8/9 pick a driver branch with a dnf module stream; RHEL 10 has none (version lock)."""
+    driver_versions: dict[str, str] | None = None
+    """The newest release of each branch in this release's own archive, where it is not the
+    branch's newest (``drivers[].latest``)."""
     note: str | None = None
     confirmed: bool = True
 
@@ -216,6 +219,11 @@ class CompatTable:
         return next(
             (o for o in self.operating_systems if o.id == os_id and o.version == version), None
         )
+
+    def newest_driver(self, branch: DriverBranch, os_row: OsRelease | None) -> str | None:
+        """The version a fresh install of the branch gets on this OS."""
+        own = (os_row.driver_versions or {}).get(branch.branch) if os_row else None
+        return own or branch.latest
 
     def cuda(self, cuda: str) -> CudaRelease | None:
         return next((c for c in self.cuda_releases if c.cuda == cuda), None)
@@ -348,6 +356,10 @@ def validate(table: CompatTable) -> CompatTable:
         _check(os_release.driver_source in table.packages, where, "unknown driver_source")
         for branch in os_release.driver_branches:
             _check(branch in branches, where, f"unknown driver branch {branch}")
+        for branch, version in (os_release.driver_versions or {}).items():
+            _check(branch in os_release.driver_branches, where, f"R{branch} is not offered here")
+            _check_versions(where, version)
+            _check(version.split(".")[0] == branch, where, f"{version} is not an R{branch} driver")
     for driver in table.drivers:
         _check_versions(f"drivers[{driver.branch}]", driver.branch, driver.latest, driver.max_cuda)
     return table
