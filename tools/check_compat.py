@@ -41,6 +41,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+# pip's own copy of packaging, so the tool needs nothing that pip does not bring
+from pip._vendor.packaging.markers import default_environment
+from pip._vendor.packaging.requirements import Requirement
+
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.recommend.pypi_facts import (
     OLDEST,
@@ -54,13 +58,6 @@ from gpuwizard.recommend.pypi_facts import (
 )
 from gpuwizard.recommend.table import load_table
 from gpuwizard.version import Version
-
-try:  # pip's own copy, so the tool needs nothing pip does not bring
-    from pip._vendor.packaging.markers import default_environment
-    from pip._vendor.packaging.requirements import Requirement
-except ImportError:  # pragma: no cover - a pip without vendored packaging
-    from packaging.markers import default_environment  # type: ignore[no-redef]
-    from packaging.requirements import Requirement  # type: ignore[no-redef]
 
 CACHE = Path(__file__).with_name("compat_pypi_cache.json")
 INDEX = "https://pypi.org/simple"
