@@ -22,7 +22,14 @@ from gpuwizard.steps.base import Check, apt_update, fetch, unconfirmed_note
 CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos"
 APT_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 RPM_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-cuda"
-KEY_FILES = {"debian13": "8793F200.pub", "rhel9": "D42D0685.pub"}
+# NVIDIA's key file per repository (cuda-repo-management SIGNATURES.md): the 2022 RPM key for
+# every RHEL repository, a newer key for debian13, the 2022 Debian-family key for the rest.
+KEY_FILES = {
+    "debian13": "8793F200.pub",
+    "rhel8": "D42D0685.pub",
+    "rhel9": "D42D0685.pub",
+    "rhel10": "D42D0685.pub",
+}
 """NVIDIA re-keyed only debian13; the RPM repositories have their own key (SIGNATURES.md)."""
 DEBIAN_KEY_FILE = "3bf863cc.pub"
 

@@ -170,7 +170,9 @@ def test_pins_are_the_plans() -> None:
         for t in tasks
         if module_of(t) == "ansible.builtin.apt" and "name" in t["ansible.builtin.apt"]
     ]
-    driver = next(t for t in apt if "nvidia-driver-550-server" in t["ansible.builtin.apt"]["name"])
+    driver = next(
+        t for t in apt if "nvidia-driver-570-server-open" in t["ansible.builtin.apt"]["name"]
+    )
     assert driver["ansible.builtin.apt"]["dpkg_options"] == "force-confdef,force-confold"
     assert driver["environment"]["DEBIAN_FRONTEND"] == "noninteractive"
     holds = [
@@ -178,7 +180,10 @@ def test_pins_are_the_plans() -> None:
         for t in tasks
         if module_of(t) == "ansible.builtin.dpkg_selections"
     ]
-    assert {h["name"] for h in holds} == {"nvidia-driver-550-server", "nvidia-utils-550-server"}
+    assert {h["name"] for h in holds} == {
+        "nvidia-driver-570-server-open",
+        "nvidia-utils-570-server",
+    }
     uv = next(
         t["ansible.builtin.get_url"]
         for t in tasks

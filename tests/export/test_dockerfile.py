@@ -100,8 +100,8 @@ def test_every_golden_dockerfile_passes_hadolint(tmp_path: Path) -> None:
     [
         pytest.param(
             "a100x4-ubuntu2004-fresh",
-            "nvidia/cuda:12.4.1-base-ubuntu20.04",
-            id="R550 caps cu126 at 12.4",
+            "nvidia/cuda:12.6.3-base-ubuntu20.04",
+            id="R570 (CUDA 12.8) does not cap cu126",
         ),
         pytest.param(
             "h100x8-ubuntu2204-fresh",
@@ -167,18 +167,18 @@ def test_a_base_image_without_a_pinned_digest_says_so_and_one_with_a_digest_is_p
     text = render_dockerfile(source)
     header = " ".join(line.removeprefix("# ") for line in text.split("\nFROM ")[0].splitlines())
     assert (
-        "UNCONFIRMED digest: nvidia/cuda:12.4.1-base-ubuntu20.04, ghcr.io/astral-sh/uv:0.13.9 are pinned by tag only"
+        "UNCONFIRMED digest: nvidia/cuda:12.6.3-base-ubuntu20.04, ghcr.io/astral-sh/uv:0.13.9 are pinned by tag only"
         in header
     )
-    assert "\nFROM nvidia/cuda:12.4.1-base-ubuntu20.04\n" in text
+    assert "\nFROM nvidia/cuda:12.6.3-base-ubuntu20.04\n" in text
 
     digest = "sha256:" + "ab" * 32
     with_digest = dataclasses.replace(
-        load_pins(), image_digests={"nvidia/cuda:12.4.1-base-ubuntu20.04": digest}
+        load_pins(), image_digests={"nvidia/cuda:12.6.3-base-ubuntu20.04": digest}
     )
     monkeypatch.setattr(pins, "load_pins", lambda: with_digest)
     pinned = render_dockerfile(source)
-    assert f"\nFROM nvidia/cuda:12.4.1-base-ubuntu20.04@{digest}\n" in pinned
+    assert f"\nFROM nvidia/cuda:12.6.3-base-ubuntu20.04@{digest}\n" in pinned
     assert "UNCONFIRMED digest: ghcr.io/astral-sh/uv:0.13.9 is pinned by tag only" in " ".join(
         line.removeprefix("# ") for line in pinned.splitlines()
     )
@@ -192,7 +192,7 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
     text = render_dockerfile(source)
     runs = "\n".join(i for i in instructions(text) if i.startswith("RUN "))
     for host_only in (
-        "nvidia-driver-550-server",
+        "nvidia-driver-570-server-open",
         "update-initramfs",
         "apt-mark",
         "docker.io",
@@ -291,7 +291,7 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start()
 
 def test_host_notes_say_what_the_host_needs() -> None:
     with_docker = render_docker_host_notes(case_source(ALL_OPTIONS_CASE))
-    assert "R550 (550.144.03" in with_docker and "the plan installs it" in with_docker
+    assert "R570 (570.133.20" in with_docker and "the plan installs it" in with_docker
     assert "the plan sets them up" in with_docker
     assert "docker build -t gpuwizard-pytorch:2.14.1-cu126 ." in with_docker
     assert "docker run --gpus all --rm gpuwizard-pytorch:2.14.1-cu126" in with_docker

@@ -139,6 +139,23 @@ def test_rocky_uses_dracut_and_a_dnf_module_stream(table):
     assert plans["install-python"][0].argv[-1] == "python3.12"
 
 
+@pytest.mark.parametrize("version", ["10.1", "11.0"])
+def test_rocky_10_holds_the_branch_with_dnf_versionlock_not_a_module_stream(table, version):
+    # RHEL 10 and its rebuilds have no dnf module streams (NVIDIA's guide, R620 edition); an
+    # unknown newer Rocky is treated as the newest known one
+    facts = facts_of("l40sx4-rocky9-fresh")
+    assert facts.os is not None
+    facts = dataclasses.replace(facts, os=dataclasses.replace(facts.os, version_id=version))
+    rec = recommend(table, target_from_facts(facts, table))
+    steps = build_steps(selection_for(facts, rec, Options(), table), facts)
+    plans = {s.id: s.plan(facts) for s in steps}
+    argvs = [a.argv for a in plans["install-nvidia-driver"] if isinstance(a, Run)]
+    assert argvs[0] == ("dnf", "versionlock", "add", "*nvidia*580*")
+    assert not any("module" in argv for argv in argvs)
+    repo_files = [a for a in plans["add-cuda-repo"] if isinstance(a, WriteFile)]
+    assert any("/compute/cuda/repos/rhel10/x86_64" in a.content for a in repo_files)
+
+
 def test_secure_boot_on_ubuntu_uses_signed_modules_without_mok(table):
     _, steps = steps_for(table, "rtx5090-ubuntu2404-secureboot")
     ids = [s.id for s in steps]

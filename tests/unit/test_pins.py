@@ -28,7 +28,7 @@ REPO_ARCHES = (("x86_64", "x86_64"), ("aarch64", "sbsa"))
 def every_download_step():  # type: ignore[no-untyped-def]
     """Each step that downloads, for every OS of the compat table, CPU and option."""
     for row in load_table().operating_systems:
-        family = "rhel" if row.id == "rocky" else "debian"
+        family = "rhel" if row.id in ("rocky", "rhel", "almalinux") else "debian"
         for _, repo_arch in REPO_ARCHES:
             yield AddCudaRepo(family, row.cuda_repo, repo_arch)
     for arch, _ in REPO_ARCHES:

@@ -2,7 +2,7 @@
 # deploy.sh: set up this server for PyTorch the way gpuwizard planned it.
 #
 # Made by gpuwizard 0.1.0 from its plan for: 4x A100 SXM4 40GB, Ubuntu 20.04.6 LTS
-#   driver: install R550 (proprietary)
+#   driver: install R570 (open)
 #   pytorch: torch 2.14.1 (cu126), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.12, standalone)
 #   fit: after the changes this plan makes first
@@ -624,15 +624,15 @@ GPUWIZARD_EOF
 fi
 
 # --- 4. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R550 with proprietary kernel modules, from ubuntu-archive: it supports every GPU
-# here and runs the chosen PyTorch build.
+# Driver branch R570 with open kernel modules, from ubuntu-archive: it supports every GPU here and
+# runs the chosen PyTorch build.
 if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install nvidia-driver-550-server nvidia-utils-550-server
+      -o Dpkg::Progress-Fancy=0 install nvidia-driver-570-server-open nvidia-utils-570-server
   gw_done install-nvidia-driver
 fi
 
@@ -649,7 +649,7 @@ fi
 # CUDA program then fails until a reboot. Holding the packages prevents that; undo with `apt-mark
 # unhold` when you choose to upgrade.
 if gw_begin 6 hold-nvidia-packages 'Hold the driver packages'; then
-  gw_run -- apt-mark hold nvidia-driver-550-server nvidia-utils-550-server
+  gw_run -- apt-mark hold nvidia-driver-570-server-open nvidia-utils-570-server
   gw_done hold-nvidia-packages
 fi
 
