@@ -193,12 +193,14 @@ class InstallScreen(Screen[str]):
                 steps.set_state(event.step, "running")
                 self.query_one("#hint", Static).update("")
                 self.live_hint = None
+                log.follow(event.log)  # the output is in the step's log file, read by its tail
                 log.add([f"── {event.title}"])
-            case ev.ActionStarted():
+            case ev.ActionStarted() if not log.following:
                 log.add([f"$ {event.command}"])
             case ev.LogLines():
                 self.tail = (self.tail + list(event.lines))[-20:]
-                log.add(event.lines, event.dropped)
+                if not log.following:  # a run's events from before log files were followed
+                    log.add(event.lines, event.dropped)
                 self.show_live_hint()
             case ev.StepSkipped():
                 steps.set_state(event.step, "skipped")
