@@ -86,6 +86,9 @@ class InstallScreen(Screen[str]):
         self.ended = False
         self.live_hint: str | None = None
         """The known error shown while the step still runs, by id."""
+        self.progress_text = ""
+        self.starting = False
+        """A runner is being started (a slow start is not a runner gone)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -147,9 +150,12 @@ class InstallScreen(Screen[str]):
             seconds = int(self.clock() - self.started_at)
             elapsed = f" · running {seconds // 60}:{seconds % 60:02d}"
         verb = {"waiting": "next", "running": "now", "failed": "failed"}[self.mode]
-        self.query_one("#progress", Static).update(
-            f"{finished}/{total} done · {verb}: {title}{elapsed}"
-        )
+        text = f"{finished}/{total} done · {verb}: {title}{elapsed}"
+        if (
+            text != self.progress_text
+        ):  # a line of fixed size: repaint it, no layout (a full redraw)
+            self.progress_text = text
+            self.query_one("#progress", Static).update(text, layout=False)
 
     # ------------------------------------------------------------------------------ following
     @work(exclusive=True, group="follow", thread=True, exit_on_error=False)
@@ -163,7 +169,7 @@ class InstallScreen(Screen[str]):
                 self.post_message(RunProgress(event))
             if events:
                 quiet_since = None
-            elif self.mode == "running":
+            elif self.mode == "running" and not self.starting:
                 quiet_since = quiet_since or time.monotonic()
                 if time.monotonic() - quiet_since > 2 and not self.control.running():
                     self.post_message(RunnerGone())
@@ -276,8 +282,19 @@ class InstallScreen(Screen[str]):
             return
         self.mode, self.started_at = "running", self.clock()
         self.query_one("#hint", Static).update("")
-        if not self.control.start(one_step=one_step):
-            self.failed(
+        self.starting = True
+        self.start_runner(one_step)
+
+    @work(exclusive=True, group="start", thread=True, exit_on_error=False)
+    def start_runner(self, one_step: bool) -> None:
+        """Start the runner off the UI thread: it takes a Python start-up, and keys still answer."""
+        try:
+            started = self.control.start(one_step=one_step)
+        finally:
+            self.starting = False
+        if not started:
+            self.app.call_from_thread(
+                self.failed,
                 self.current or "",
                 "the runner did not start; see runner.log in the state directory",
                 None,
