@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.detect.installs import parse_package_list
+from gpuwizard.detect.installs import parse_held, parse_package_list
 from gpuwizard.detect.kernel import (
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
@@ -181,6 +181,22 @@ def test_dpkg_query_lines_keep_installed_packages_only():
     )
     names = [p.name for p in parse_package_list(text)]
     assert names == ["libnvidia-compute-535-server", "nvidia-driver-535-server"]
+
+
+def test_dpkg_query_lines_name_held_packages_and_count_them_installed():
+    text = (
+        "nvidia-driver-580-server\t580.95.05-0ubuntu1\thi \n"
+        "libnvidia-compute-580-server:amd64\t580.95.05-0ubuntu1\thi \n"
+        "nvidia-utils-580-server\t580.95.05-0ubuntu1\tii \n"
+        "nvidia-dkms-535\t535.247.01-0ubuntu1\thc \n"
+    )
+    installed = [p.name for p in parse_package_list(text)]
+    assert installed == [
+        "libnvidia-compute-580-server", "nvidia-driver-580-server", "nvidia-utils-580-server",
+    ]  # fmt: skip
+    assert parse_held(text) == (
+        "libnvidia-compute-580-server", "nvidia-dkms-535", "nvidia-driver-580-server",
+    )  # fmt: skip
 
 
 def test_pip_index_versions_output():

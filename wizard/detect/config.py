@@ -58,13 +58,6 @@ def read_repositories(host: Host) -> tuple[str, ...]:
     return tuple(sorted((*host.listdir(APT_SOURCES_DIR), *host.listdir(YUM_REPOS_DIR))))
 
 
-def read_held_packages(host: Host, family: str) -> tuple[str, ...]:
-    if family != "debian":
-        return ()
-    out = host.run(["apt-mark", "showhold"])
-    return tuple(sorted(line.strip() for line in out.stdout.splitlines() if line.strip()))
-
-
 def parse_is_enabled(units: tuple[str, ...], output: str) -> tuple[str, ...]:
     """``systemctl is-enabled A B`` prints one state per unit, in order."""
     states = output.split()

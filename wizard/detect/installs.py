@@ -45,23 +45,38 @@ CONDA_DIRS = (
 )
 
 
-def parse_package_list(text: str) -> tuple[Package, ...]:
-    """Lines of name<TAB>version<TAB>status; only installed ("ii") packages count."""
-    packages = []
+def _listed(text: str) -> list[tuple[str, str, str]]:
+    """(name, version, status) of each well-formed line; dpkg's ":amd64" suffix dropped."""
+    rows = []
     for line in text.splitlines():
         fields = line.split("\t")
-        if len(fields) >= 3 and fields[2].strip().startswith("ii"):
-            name = fields[0].split(":", 1)[0]  # drop dpkg's ":amd64" multi-arch suffix
-            packages.append(Package(name=name, version=fields[1]))
-    return tuple(sorted(set(packages), key=lambda p: p.name))
+        if len(fields) >= 3:
+            rows.append((fields[0].split(":", 1)[0], fields[1], fields[2].strip()))
+    return rows
 
 
-def read_packages(host: Host, family: str) -> tuple[Package, ...]:
+def parse_package_list(text: str) -> tuple[Package, ...]:
+    """Lines of name<TAB>version<TAB>status; installed packages count, held ones too ("hi")."""
+    packages = {
+        Package(name, version) for name, version, status in _listed(text) if status[1:2] == "i"
+    }
+    return tuple(sorted(packages, key=lambda p: p.name))
+
+
+def parse_held(text: str) -> tuple[str, ...]:
+    """Packages whose dpkg selection is "hold" (status "h…"): what ``apt-mark showhold`` lists,
+    without its second of apt cache loading."""
+    return tuple(sorted({name for name, _, status in _listed(text) if status.startswith("h")}))
+
+
+def read_packages(host: Host, family: str) -> tuple[tuple[Package, ...], tuple[str, ...]]:
+    """The GPU stack's packages, and which of them are held (Debian family only)."""
     if family not in ("debian", "rhel"):
-        return ()
+        return (), ()
     query = DPKG_QUERY if family == "debian" else RPM_QUERY
     out = host.run([*query, *PACKAGE_PATTERNS], timeout_s=30)
-    return parse_package_list(out.stdout)
+    held = parse_held(out.stdout) if family == "debian" else ()
+    return parse_package_list(out.stdout), held
 
 
 def read_cuda_toolkits(host: Host) -> tuple[str, ...]:
@@ -96,8 +111,9 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
 
 def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
     conda = conda_dirs(host)
+    packages, held = read_packages(host, family)
     installs = Installs(
-        packages=read_packages(host, family),
+        packages=packages,
         cuda_toolkits=read_cuda_toolkits(host),
         runfile_driver=read_runfile_driver(host),
         conda_cudatoolkit=read_conda_cudatoolkit(host, conda),
@@ -105,7 +121,7 @@ def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
         nouveau_blacklisted=config.read_nouveau_blacklisted(host),
         nvidia_module_kernels=config.read_nvidia_module_kernels(host),
         repositories=config.read_repositories(host),
-        held_packages=config.read_held_packages(host, family),
+        held_packages=held,
         services_enabled=config.read_services_enabled(host),
         managed_files=config.read_managed_files(host),
         mok=config.read_mok(host),
