@@ -11,7 +11,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -348,13 +348,31 @@ def cmd_default(args: argparse.Namespace) -> int:
 
         print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
         args.simulate = DEFAULT_PROFILE
-    backend = backend_for(args) if args.simulate else real_tui_backend()
+    make_backend = tui_backend(args)
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
-    message, failed = run_tui(backend)
+    message, failed = run_tui(make_backend)
     if message:
         print(message, file=sys.stderr if failed else sys.stdout)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def tui_backend(args: argparse.Namespace) -> Callable[[], Backend]:
+    """Refuse bad input now; the backend itself (runner, journal, sandbox: ~100 ms of imports) is
+    made after the TUI's first frame."""
+    import os
+
+    if args.simulate:
+        from gpuwizard.sim.profiles import UnknownProfile, find_profile
+
+        try:
+            find_profile(args.simulate)
+        except UnknownProfile as error:
+            raise UsageError(f"--simulate: {error}") from None
+        return lambda: backend_for(args)
+    if os.geteuid() != 0:
+        real_tui_backend()  # raises its one line now, before any screen
+    return real_tui_backend
 
 
 def has_nvidia_gpu() -> bool:
