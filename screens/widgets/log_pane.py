@@ -11,6 +11,7 @@ notes, or a run's events when no log file is known).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual.widgets import Log
@@ -18,6 +19,9 @@ from textual.widgets import Log
 from gpuwizard.runner.logtail import Backlog, Gap, LogTail, describe_gap
 
 FRAME_HZ = 25
+FLOOD_FRAME_S = 0.1
+"""While lines are being left out, a frame every 0.1 s: a flood scrolls by just as well, and
+each frame redraws the screen (a scroll lays it out again), which the keys would wait for."""
 LINES_PER_FRAME = 200
 """5,000 lines/s at 25 Hz: far more than anyone reads, far less than a flood."""
 MAX_LINES = 5000
@@ -40,6 +44,10 @@ class LogPane(Log):
         self.tail: LogTail | None = None
         self.received = 0
         """Lines that reached the pane, shown or left out (for benchmarks and tests)."""
+        self.shown_at = 0.0
+        self.flood_frame_s = FLOOD_FRAME_S
+        self.flooding = False
+        """The last frame left lines out."""
 
     def on_mount(self) -> None:
         self.set_interval(1 / FRAME_HZ, self.show_frame)
@@ -64,11 +72,17 @@ class LogPane(Log):
 
     def show_frame(self) -> None:
         """Read what the file gained, then write one frame's lines in one batch."""
+        now = time.monotonic()
+        if self.flooding and now - self.shown_at < self.flood_frame_s:
+            return
+        before = self.backlog.left_out
         self.take_from_file()
         batch = self.backlog.take()
         if batch:
             self.write_lines(batch)
+            self.shown_at = now
         left_out = self.backlog.left_out
+        self.flooding = left_out != before
         if left_out:
             where = f" · all in {self.following}" if self.following else ""
             self.border_subtitle = f"{describe_gap(left_out)} not shown{where}"

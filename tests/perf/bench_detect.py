@@ -1,9 +1,13 @@
-"""Benchmark: wall time of `gpuwizard detect --json` on a recorded host (target: < 150 ms).
+"""Benchmark: wall time of `gpuwizard detect --json`, against `python -m torch.utils.collect_env`.
 
-Run: python tests/perf/bench_detect.py [--runs N] [--profile NAME]
+Run: python tests/perf/bench_detect.py [--runs N] [--profile NAME] [--torch-python PATH]
+
 Prints figures; asserts nothing (shared machines are noisy). The number that matters is the
 median of whole-process runs, as a user would see it: interpreter start, imports, detection,
-sizing checks and JSON output.
+sizing checks and JSON output. The anchor is PyTorch's own environment report on the same
+machine, in the same run (runs alternate), where a Python with torch is found
+(``--torch-python``, GPUWIZARD_TORCH_PYTHON, or /work/main/.venv-torch/bin/python).
+Detection on the real machine is the fair comparison: collect_env looks at the real machine too.
 """
 
 from __future__ import annotations
@@ -14,17 +18,55 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 TARGET_MS = 150
+GOAL_TIMES_FASTER = 30
+TORCH_PYTHONS = ("/work/main/.venv-torch/bin/python", ".venv-torch/bin/python")
 
 
 def wall_times(argv: list[str], runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+    return [wall_time(argv) for _ in range(runs)]
+
+
+def wall_time(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def torch_python(given: str | None = None) -> str | None:
+    """A Python that has torch: the one given, GPUWIZARD_TORCH_PYTHON, or a known venv."""
+    for candidate in (given, os.environ.get("GPUWIZARD_TORCH_PYTHON"), *TORCH_PYTHONS):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class VersusCollectEnv:
+    ours_ms: list[float]
+    """`gpuwizard detect --json` on this machine."""
+    anchor_ms: list[float]
+    """`python -m torch.utils.collect_env`, alternating with ours."""
+
+    @property
+    def times_faster(self) -> float:
+        return statistics.median(self.anchor_ms) / statistics.median(self.ours_ms)
+
+
+def versus_collect_env(python: str, runs: int = 9, anchor_runs: int = 3) -> VersusCollectEnv:
+    ours_argv = [sys.executable, "-m", "gpuwizard", "detect", "--json"]
+    anchor_argv = [python, "-m", "torch.utils.collect_env"]
+    wall_time(ours_argv)  # warm the page cache and the bytecode for both
+    wall_time(anchor_argv)
+    ours, anchor = [], []
+    for run in range(runs):
+        ours.append(wall_time(ours_argv))
+        if run % max(1, runs // anchor_runs) == 0 and len(anchor) < anchor_runs:
+            anchor.append(wall_time(anchor_argv))
+    return VersusCollectEnv(ours, anchor)
 
 
 def in_process_breakdown(profile: str) -> dict[str, float]:
@@ -46,11 +88,12 @@ def in_process_breakdown(profile: str) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--profile", default="h100x8-ubuntu2204-fresh")
+    parser.add_argument("--torch-python", help="a Python with torch, for collect_env")
     args = parser.parse_args()
-    argv = [sys.executable, "-m", "gpuwizard.cli", "detect", "--json", "--simulate", args.profile]
+    argv = [sys.executable, "-m", "gpuwizard", "detect", "--json", "--simulate", args.profile]
     times = wall_times(argv, args.runs)
     startup = wall_times([sys.executable, "-c", "pass"], args.runs)
     breakdown = in_process_breakdown(args.profile)
@@ -65,6 +108,16 @@ def main() -> int:
         )
     for name, value in breakdown.items():
         print(f"  {name:<18} {value:6.1f} ms")
+    python = torch_python(args.torch_python)
+    if python is None:
+        print("collect_env: no Python with torch found (--torch-python or GPUWIZARD_TORCH_PYTHON)")
+        return 0
+    versus = versus_collect_env(python)
+    print(
+        f"this machine: gpuwizard detect --json median {statistics.median(versus.ours_ms):.0f} ms; "
+        f"python -m torch.utils.collect_env median {statistics.median(versus.anchor_ms):.0f} ms: "
+        f"{versus.times_faster:.1f}x faster (goal >= {GOAL_TIMES_FASTER}x)"
+    )
     return 0
 
 
