@@ -56,7 +56,14 @@ def prepare(home: Path, megabytes: int, profile: str) -> None:
 
 
 def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS. VmHWM, not ru_maxrss: Linux carries the parent's peak across
+    fork and exec into ru_maxrss, so a child of a large process would report its parent's."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    (line,) = [line for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(line.split()[1]) / 1024
 
 
 async def drive(home: Path, profile: str, attach: bool) -> dict[str, Any]:

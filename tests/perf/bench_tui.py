@@ -161,7 +161,7 @@ async def ingest_ours(megabytes: int = 100) -> Ingest:
             return Ingest(total, elapsed, max(keys, default=0.0), len(pane.lines))
 
 
-async def ingest_stock(count: int = 20_000) -> Ingest:
+async def ingest_stock(count: int = 10_000) -> Ingest:
     """Textual's Log, one write_line per line (yielding every 100 lines, as a reader loop would)."""
     from textual.app import App, ComposeResult
     from textual.widgets import Log
