@@ -50,7 +50,8 @@ class LineQuota:
         self._unreported = 0
         """Lines left out and not yet counted in an event."""
         self._reported_at = -math.inf
-        self._recent: deque[str] = deque(maxlen=TAIL_LINES)
+        self._recent: deque[Sequence[str]] = deque()
+        """The newest batches, just enough to hold TAIL_LINES (lines are cleaned when read)."""
         self._withheld = 0
         """Lines since the last one sent (all of them left out)."""
 
@@ -65,7 +66,7 @@ class LineQuota:
         self._tokens -= len(kept)
         self._sent += len(kept)
         self._unreported += len(lines) - len(kept)
-        self._recent.extend(lines[-TAIL_LINES:])
+        self._remember(lines)
         self._withheld = 0 if kept else self._withheld + len(lines)
         if kept:
             self._unreported, dropped = 0, self._unreported
@@ -78,12 +79,19 @@ class LineQuota:
 
     def finish(self) -> Share | None:
         """At a command's end: the lines it ended with that were left out, and the count."""
-        tail = tuple(self._recent)[len(self._recent) - min(self._withheld, TAIL_LINES) :]
+        recent = [line for batch in self._recent for line in batch[-TAIL_LINES:]]
+        wanted = min(self._withheld, TAIL_LINES)
+        tail = tuple(recent[len(recent) - wanted :]) if wanted else ()
         if not self._unreported:
             return None
         self._unreported, dropped = 0, self._unreported - len(tail)
         self._withheld = 0
         return self._report(tail, dropped, self._clock())
+
+    def _remember(self, lines: Sequence[str]) -> None:
+        self._recent.append(lines)
+        while sum(len(batch) for batch in list(self._recent)[1:]) >= TAIL_LINES:
+            self._recent.popleft()
 
     def _report(self, lines: tuple[str, ...], dropped: int, now: float) -> Share:
         self._reported_at = now
