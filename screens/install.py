@@ -233,8 +233,10 @@ class InstallScreen(Screen[str]):
 
     def show_live_hint(self) -> None:
         """A known error in the running step's output shows at once, before the step ends."""
+        if self.mode != "running":
+            return
         hint = match(self.tail)
-        if self.mode != "running" or hint is None or hint.id == self.live_hint:
+        if hint is None or hint.id == self.live_hint:
             return
         self.live_hint = hint.id
         self.query_one("#hint", Static).update(

@@ -91,3 +91,13 @@ def test_finish_sends_the_last_lines_when_they_were_left_out_and_counts_the_rest
     end = quota.finish()
     assert end == Share(tuple(lines(90, TAIL_LINES)), 0)
     assert quota.finish() is None
+
+
+def test_past_the_burst_a_flood_makes_a_few_events_a_second() -> None:
+    clock = Clock()
+    quota = LineQuota(clock)
+    events = 0
+    for tick in range(1, 60 * 60 + 1):  # a minute of 17-line batches every 16 ms
+        clock.now = tick / 60
+        events += quota.take(lines(0, 17)) is not None
+    assert events <= 60 * 4 + BURST_LINES // 17 + 1  # four a second after the burst

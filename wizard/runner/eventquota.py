@@ -2,8 +2,8 @@
 
 The step's log file has every byte; events.jsonl is the run's record of what happened, replayed
 in full on every attach, so it must stay small whatever a command prints. Each step gets a
-budget: a burst, then a steady rate a person can follow, and a total; lines beyond it are only
-counted (``dropped``), at most once a second. The lines a command ended with are always sent
+budget: a burst, then a steady rate a person can follow (in a few events a second), and a total;
+lines beyond it are only counted (``dropped``), at most once a second. The lines a command ended with are always sent
 when it finishes, since they usually name the error. Pure: no I/O, the clock is given.
 """
 
@@ -20,6 +20,8 @@ BURST_LINES = 500
 STEP_LINES = 5000
 """The most lines of one step in events.jsonl (~0.5 MB); after that only counts."""
 COUNT_EVERY_S = 1.0
+STEADY_EVERY_S = 0.25
+"""Past its burst, a step's lines go out at most this often (every event is replayed on attach)."""
 TAIL_LINES = 20
 
 
@@ -62,6 +64,8 @@ class LineQuota:
         now = self._clock()
         self._refill(now)
         room = max(0, min(int(self._tokens), self._total - self._sent))
+        if self._sent >= self._burst and now - self._reported_at < STEADY_EVERY_S:
+            room = 0  # past its first burst a step gets a few events a second, each carrying more
         kept = tuple(lines[len(lines) - room :]) if room else ()
         self._tokens -= len(kept)
         self._sent += len(kept)
