@@ -88,6 +88,9 @@ class InstallScreen(Screen[str]):
         self.ended = False
         self.live_hint: str | None = None
         """The known error shown while the step still runs, by id."""
+        self.progress_text = ""
+        self.starting = False
+        """A runner is being started (a slow start is not a runner gone)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -149,9 +152,12 @@ class InstallScreen(Screen[str]):
             seconds = int(self.clock() - self.started_at)
             elapsed = f" · running {seconds // 60}:{seconds % 60:02d}"
         verb = {"waiting": "next", "running": "now", "failed": "failed"}[self.mode]
-        self.query_one("#progress", Static).update(
-            plain(f"{finished}/{total} done · {verb}: {title}{elapsed}")
-        )
+        text = f"{finished}/{total} done · {verb}: {title}{elapsed}"
+        if (
+            text != self.progress_text
+        ):  # a line of fixed size: repaint it, no layout (a full redraw)
+            self.progress_text = text
+            self.query_one("#progress", Static).update(plain(text), layout=False)
 
     # ------------------------------------------------------------------------------ following
     @work(exclusive=True, group="follow", thread=True, exit_on_error=False)
@@ -165,7 +171,7 @@ class InstallScreen(Screen[str]):
                 self.post_message(RunProgress(event))
             if events:
                 quiet_since = None
-            elif self.mode == "running":
+            elif self.mode == "running" and not self.starting:
                 quiet_since = quiet_since or time.monotonic()
                 if time.monotonic() - quiet_since > 2 and not self.control.running():
                     self.post_message(RunnerGone())
@@ -195,12 +201,14 @@ class InstallScreen(Screen[str]):
                 steps.set_state(event.step, "running")
                 self.query_one("#hint", Static).update("")
                 self.live_hint = None
+                log.follow(event.log)  # the output is in the step's log file, read by its tail
                 log.add([f"── {event.title}"])
-            case ev.ActionStarted():
+            case ev.ActionStarted() if not log.following:
                 log.add([f"$ {event.command}"])
             case ev.LogLines():
                 self.tail = (self.tail + list(event.lines))[-20:]
-                log.add(event.lines, event.dropped)
+                if not log.following:  # a run's events from before log files were followed
+                    log.add(event.lines, event.dropped)
                 self.show_live_hint()
             case ev.StepSkipped():
                 steps.set_state(event.step, "skipped")
@@ -227,8 +235,10 @@ class InstallScreen(Screen[str]):
 
     def show_live_hint(self) -> None:
         """A known error in the running step's output shows at once, before the step ends."""
+        if self.mode != "running":
+            return
         hint = match(self.tail)
-        if self.mode != "running" or hint is None or hint.id == self.live_hint:
+        if hint is None or hint.id == self.live_hint:
             return
         self.live_hint = hint.id
         self.query_one("#hint", Static).update(
@@ -276,8 +286,19 @@ class InstallScreen(Screen[str]):
             return
         self.mode, self.started_at = "running", self.clock()
         self.query_one("#hint", Static).update("")
-        if not self.control.start(one_step=one_step):
-            self.failed(
+        self.starting = True
+        self.start_runner(one_step)
+
+    @work(exclusive=True, group="start", thread=True, exit_on_error=False)
+    def start_runner(self, one_step: bool) -> None:
+        """Start the runner off the UI thread: it takes a Python start-up, and keys still answer."""
+        try:
+            started = self.control.start(one_step=one_step)
+        finally:
+            self.starting = False
+        if not started:
+            self.app.call_from_thread(
+                self.failed,
                 self.current or "",
                 "the runner did not start; see runner.log in the state directory",
                 None,

@@ -8,6 +8,9 @@ screen) load in a worker thread, so the first frame does not wait for them.
 
 from __future__ import annotations
 
+import gc
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -34,20 +37,37 @@ class GpuWizardApp(App[str]):
         Binding("d", "doctor", "Doctor"),
     ]
 
-    def __init__(self, backend: Backend, *, ssh_hint: str = "ssh <this server>") -> None:
+    def __init__(
+        self, backend: Backend | Callable[[], Backend], *, ssh_hint: str = "ssh <this server>"
+    ) -> None:
+        """``backend``, or how to make it: then it is made after the first frame, off the UI thread."""
         super().__init__()
-        self.backend = backend
+        self._backend: Backend | None = None if callable(backend) else backend
+        self._make_backend: Callable[[], Backend] | None = backend if callable(backend) else None
+        self._backend_lock = threading.Lock()
         self.ssh_hint = ssh_hint
         self.wizard: Wizard | None = None
         self.failed = False
 
+    @property
+    def backend(self) -> Backend:
+        with self._backend_lock:
+            if self._backend is None:
+                assert self._make_backend is not None
+                self._backend = self._make_backend()
+            return self._backend
+
     def on_mount(self) -> None:
+        self.push_screen(Waiting())
+        if self._backend is not None:
+            self.show_machine()
+        self.call_after_refresh(self.look)  # the first frame first; the look competes for the CPU
+
+    def show_machine(self) -> None:
         name = self.backend.name
         self.sub_title = (
             f"SIMULATION: {name.removeprefix('simulated ')}" if self.backend.simulated else name
         )
-        self.push_screen(Waiting())
-        self.look()
 
     # ----------------------------------------------------------------------------- start-up
     @work(thread=True, exclusive=True, group="detect", exit_on_error=False)
@@ -60,7 +80,12 @@ class GpuWizardApp(App[str]):
         if self.wizard is None:
             from gpuwizard.stages import Wizard
 
-            self.wizard = Wizard(self, self.backend, self.ssh_hint)
+            backend = self.backend  # made here, off the UI thread, when only its recipe was given
+            self.call_from_thread(self.show_machine)
+            self.wizard = Wizard(self, backend, self.ssh_hint)
+            # Start-up's objects (modules, screens) never become garbage: out of the collector's
+            # sight, a full collection during a log flood takes ~20 ms instead of ~60 (a key waits).
+            gc.freeze()
         self.wizard.look()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -92,7 +117,7 @@ class GpuWizardApp(App[str]):
         self.push_screen(QuitScreen(running=True), lambda leave: self.exit("") if leave else None)
 
 
-def run_tui(backend: Backend) -> tuple[str, bool]:
+def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, bool]:
     """Run the wizard; returns what to print after the screen is gone, and whether it failed."""
     app = GpuWizardApp(backend, ssh_hint=ssh_hint())
     return app.run() or "", app.failed

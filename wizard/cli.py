@@ -388,10 +388,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 def cmd_default(args: argparse.Namespace) -> int:
     """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
-    backend = tui_backend(args)
+    make_backend = tui_backend(args)
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
-    message, failed = run_tui(backend)
+    message, failed = run_tui(make_backend)
     if message:
         print(message, file=sys.stderr if failed else sys.stdout)
     return EXIT_FAILED if failed else EXIT_OK
@@ -400,24 +400,33 @@ def cmd_default(args: argparse.Namespace) -> int:
 NO_GPU_NOTE = "no GPU here"  # the title has room for ~50 characters at 80 columns
 
 
-def tui_backend(args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None) -> Backend:
-    """The machine the wizard drives: the named profile; else this machine when it has an
-    NVIDIA GPU (as root); else, said in the title, the default simulated server."""
+def tui_backend(
+    args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None
+) -> Callable[[], Backend]:
+    """How to make the machine the wizard drives: the named profile; else this machine when it
+    has an NVIDIA GPU (as root); else, said in the title, the default simulated server. Bad input
+    is refused now; the backend itself (runner, journal, sandbox: ~100 ms of imports) is made
+    after the TUI's first frame."""
     from dataclasses import replace
 
     if args.simulate is not None:
-        return backend_for(args)
+        simulated_profile(args)
+        return lambda: backend_for(args)
     if (has_gpu or has_nvidia_gpu)():
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
         )
-        return real_backend()
+        return real_backend
     from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
     print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
     args.simulate = DEFAULT_PROFILE
-    backend = backend_for(args)
-    return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
+
+    def simulated() -> Backend:
+        backend = backend_for(args)
+        return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
+
+    return simulated
 
 
 def has_nvidia_gpu() -> bool:

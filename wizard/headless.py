@@ -146,6 +146,8 @@ class Printer:
                 write(f"    $ {event.command[:200]}\n")
             case ev.LogLines():
                 self.tail = (self.tail + list(event.lines))[-15:]
+                if self.verbose and event.dropped:  # a flood: the step's log file has them
+                    write(f"      [… {event.dropped:,} lines not shown …]\n")
                 if self.verbose:
                     write("".join(f"      {line}\n" for line in event.lines))
             case ev.StepFinished():

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import codecs
 from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 from gpuwizard.safetext import clean
 
@@ -70,6 +72,34 @@ def compact(partial: str) -> str:
     return partial[cut + 1 :] if cut >= 0 else partial
 
 
+class CleanLines(Sequence[str]):
+    """Display lines cleaned when read: a flood's lines are split and counted, and only the ones
+    someone keeps (the event stream's share, the last lines) are ever cleaned."""
+
+    def __init__(self, raw: list[str], scrubber: Scrubber) -> None:
+        self._raw = raw
+        self._scrubber = scrubber
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._clean(raw) for raw in self._raw[index]]
+        return self._clean(self._raw[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._clean(raw) for raw in self._raw)
+
+    def _clean(self, raw: str) -> str:
+        # Per line is the same as per chunk: no escape sequence or redraw spans a newline.
+        return self._scrubber.text(clean(raw))
+
+
 class Display:
     """Raw bytes -> display lines; keeps only the unterminated tail and the last lines."""
 
@@ -78,14 +108,15 @@ class Display:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._scrubber = scrubber
         self._partial = ""
-        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self._last: deque[Sequence[str]] = deque()
+        """The newest blocks of lines, just enough to hold the last LAST_LINES (read at the end)."""
         self.lines_done = 0
 
-    def feed(self, data: bytes) -> list[str]:
+    def feed(self, data: bytes) -> CleanLines:
         return self._split(self._partial + self._decoder.decode(data))
 
     def finish(self) -> list[str]:
-        lines = self._split(self._partial + self._decoder.decode(b"", final=True))
+        lines = list(self._split(self._partial + self._decoder.decode(b"", final=True)))
         tail = self.tail()
         self._partial = ""
         if tail:
@@ -96,17 +127,27 @@ class Display:
     def tail(self) -> str:
         return self._scrubber.text(clean(self._partial))
 
-    def _split(self, buf: str) -> list[str]:
+    def _split(self, buf: str) -> CleanLines:
         cut = buf.rfind("\n")
-        lines = self._scrubber.text(clean(buf[:cut])).split("\n") if cut >= 0 else []
+        raw = buf[:cut].split("\n") if cut >= 0 else []
         rest = compact(buf[cut + 1 :])
         while len(rest) > MAX_LINE_CHARS:
-            lines.append(self._scrubber.text(clean(rest[:MAX_LINE_CHARS])))
+            raw.append(rest[:MAX_LINE_CHARS])
             rest = rest[MAX_LINE_CHARS:]
         self._partial = rest
+        lines = CleanLines(raw, self._scrubber)
         self._record(lines)
         return lines
 
-    def _record(self, lines: list[str]) -> None:
-        self.last.extend(lines)
+    @property
+    def last(self) -> list[str]:
+        """The last <= LAST_LINES display lines."""
+        lines = [line for block in self._last for line in block[-LAST_LINES:]]
+        return lines[-LAST_LINES:]
+
+    def _record(self, lines: Sequence[str]) -> None:
+        if lines:
+            self._last.append(lines)
+            while sum(len(block) for block in list(self._last)[1:]) >= LAST_LINES:
+                self._last.popleft()
         self.lines_done += len(lines)
