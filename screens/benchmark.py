@@ -22,6 +22,7 @@ from textual.widgets import Static
 from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.results import BenchSummary
 from gpuwizard.screens.capabilities import BenchSource
+from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Again, Benchmarked
 
@@ -77,7 +78,7 @@ class ChartLine(Widget):
         width = self.size.width - self.NAME_WIDTH - self.VALUE_WIDTH
         latest = f"{self.latest:,.0f} img/s" if self.samples else ""
         return Text.assemble(
-            (f"{self.key:<{self.NAME_WIDTH}}", "bold"),
+            part(f"{self.key:<{self.NAME_WIDTH}}", "bold"),
             (f"{bars(list(self.samples), width, self.top()):<{max(width, 0)}}", "green"),
             f"{latest:>{self.VALUE_WIDTH}}",
         )
@@ -93,7 +94,7 @@ def results_table(
     for r in results:
         ratio = ratios.get((r.mode, r.world_size))
         table.add_row(
-            r.mode, str(r.world_size), str(r.batch_size), f"{r.images_per_s:,.0f}",
+            plain(r.mode), str(r.world_size), str(r.batch_size), f"{r.images_per_s:,.0f}",
             f"{r.per_gpu:,.0f}", "" if ratio is None else f"{ratio:.2f}x",
         )  # fmt: skip
     return table
@@ -108,19 +109,17 @@ def bullets(
     grid.add_column(width=4, no_wrap=True)
     grid.add_column()
     for item in items:
-        grid.add_row("  ·", Text(item, style=style))
+        grid.add_row("  ·", plain(item, style))
     return [Text(title, style="bold"), grid]
 
 
 def summary_text(summary: BenchSummary) -> Group:
     verdict = summary.verdict
-    parts: list[RenderableType] = [
-        Text(verdict.headline, style=LEVEL_STYLE.get(verdict.level, "bold"))
-    ]
+    parts: list[RenderableType] = [plain(verdict.headline, LEVEL_STYLE.get(verdict.level, "bold"))]
     parts += bullets("Notes", verdict.notes)
     parts += bullets("Likely causes", verdict.causes, "yellow")
     parts += bullets("Problems", summary.problems, "red")
-    parts.append(Text(f"Saved: {summary.results_md} (and results.json)", style="dim"))
+    parts.append(plain(f"Saved: {summary.results_md} (and results.json)", "dim"))
     return Group(*parts)
 
 
@@ -221,13 +220,13 @@ class BenchmarkView(StageView):
 
     # ---------------------------------------------------------------------------- display
     def status(self, text: str) -> None:
-        self.query_one("#status", Static).update(Text(text))
+        self.query_one("#status", Static).update(plain(text))
 
     def show_ready(self) -> None:
         self.status(f"Benchmark: {self.source.title}")
         self.query_one("#verdict", Static).update(
             Text.assemble(
-                (self.about, ""),
+                part(self.about),
                 "\n\nNothing on the machine changes. ",
                 ("b", "bold"),
                 " begins, ",

@@ -1,4 +1,6 @@
-"""DetectView: the host at a glance, with the sizing findings coloured by severity."""
+"""DetectView: the host at a glance, with the sizing findings coloured by severity.
+
+Every value here was read from the machine: each cell is plain text (``plain``), never markup."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from textual.widgets import Static
 
 from gpuwizard.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.sizing import Finding
+from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue
 
@@ -29,43 +32,46 @@ def host_table(facts: HostFacts) -> Table:
     )
     for (name, arch, sm, memory), n in counts.items():
         mem = f", {memory} GB" if memory else ""
-        table.add_row("GPU", f"{n}× {name} ({arch}, {sm or '?'}{mem})")
+        table.add_row("GPU", plain(f"{n}× {name} ({arch}, {sm or '?'}{mem})"))
     if not counts:
         table.add_row("GPU", Text("no NVIDIA GPU found", style="yellow"))
     if facts.hardware.nvswitches or facts.hardware.infiniband:
         table.add_row(
             "Fabric",
-            f"{len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand",
+            plain(
+                f"{len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand"
+            ),
         )
     os = facts.os.pretty_name if facts.os else "unknown"
-    table.add_row("OS", f"{os} · kernel {facts.boot.kernel} · {facts.platform.arch}")
+    table.add_row("OS", plain(f"{os} · kernel {facts.boot.kernel} · {facts.platform.arch}"))
     nvml = facts.boot.nvml
     driver = (
         f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
         if isinstance(nvml, NvmlOk)
         else nvml.reason
     )
-    table.add_row("Driver", driver)
+    table.add_row("Driver", plain(driver))
     boot = facts.boot
     nouveau = "loaded" if boot.nouveau_loaded else "not loaded"
     table.add_row(
-        "Boot", f"Secure Boot {boot.secure_boot} · nouveau {nouveau} · cloud-init {boot.cloud_init}"
+        "Boot",
+        plain(f"Secure Boot {boot.secure_boot} · nouveau {nouveau} · cloud-init {boot.cloud_init}"),
     )
     cpu = f"{facts.hardware.cpu_count} CPUs" + (
         f" ({facts.hardware.cpu_model})" if facts.hardware.cpu_model else ""
     )
-    table.add_row("Machine", f"{cpu} · {facts.hardware.memory_mib // 1024} GiB RAM")
+    table.add_row("Machine", plain(f"{cpu} · {facts.hardware.memory_mib // 1024} GiB RAM"))
     disks = ", ".join(
         f"{d.name} {d.size_bytes / 1e12:.1f} TB{' NVMe' if d.nvme else ' HDD' if d.rotational else ''}"
         for d in facts.hardware.disks
     )
-    table.add_row("Disks", disks or "none found")
+    table.add_row("Disks", plain(disks or "none found"))
     nics = ", ".join(
         f"{n.name} {n.speed_mbps // 1000 if n.speed_mbps else '?'} Gb/s"
         for n in facts.hardware.nics
     )
-    table.add_row("Network", nics or "none found")
-    table.add_row("Python", facts.python.system_python or "none")
+    table.add_row("Network", plain(nics or "none found"))
+    table.add_row("Python", plain(facts.python.system_python or "none"))
     return table
 
 
@@ -77,7 +83,7 @@ def findings_table(findings: tuple[Finding, ...]) -> Table:
         style = SEVERITY_STYLE[finding.severity]
         table.add_row(
             Text(SEVERITY_MARK[finding.severity], style=style),
-            Text.assemble((finding.title, style), f": {finding.reason}"),
+            Text.assemble(part(finding.title, style), part(f": {finding.reason}")),
         )
     return table
 

@@ -2,7 +2,8 @@
 
 It gets either a finished ``Report`` or a function that makes one; the function runs in a
 worker thread (it reads the machine), so the screen shows "Checking…" at once. Esc closes it;
-r checks again. The screen never reads the machine itself.
+r checks again. The screen never reads the machine itself. Findings quote dmesg and logs: every
+value is shown cleaned and plain (``plain``), never as markup.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from gpuwizard.doctor.findings import Finding, Report
+from gpuwizard.screens.plain import part, plain
 
 STYLES = {"problem": "bold red", "warn": "bold yellow", "unknown": "bold magenta", "ok": "green"}
 BADGES = {"problem": "✗ problem", "warn": "! warning", "unknown": "? not checked", "ok": "✓ ok"}
@@ -30,13 +32,13 @@ EVIDENCE_SHOWN = 4
 def finding_view(finding: Finding) -> tuple[Text, RenderableType]:
     """One finding as (badge, body): the title; unless it is fine, explanation, fix, evidence."""
     badge = Text(BADGES[finding.severity], style=STYLES[finding.severity])
-    title = Text(finding.title, style="bold")
+    title = plain(finding.title, "bold")
     if finding.severity == "ok":
         return badge, title
-    parts: list[RenderableType] = [title, Text(finding.explanation)]
+    parts: list[RenderableType] = [title, plain(finding.explanation)]
     if finding.fix:
-        parts.append(Text.assemble(("fix: ", "bold cyan"), (finding.fix, "cyan")))
-    parts += [Text(f"· {line}", style="dim") for line in finding.evidence[:EVIDENCE_SHOWN]]
+        parts.append(Text.assemble(("fix: ", "bold cyan"), part(finding.fix, "cyan")))
+    parts += [plain(f"· {line}", "dim") for line in finding.evidence[:EVIDENCE_SHOWN]]
     return badge, Group(*parts, Text(""))
 
 
@@ -47,10 +49,10 @@ def report_view(report: Report) -> RenderableType:
     rows.add_column()
     for finding in report.findings:
         rows.add_row(*finding_view(finding))
-    parts: list[RenderableType] = [Text(report.summary, style="bold"), Text(""), rows]
+    parts: list[RenderableType] = [plain(report.summary, "bold"), Text(""), rows]
     if report.unread:
         parts += [Text("\nCould not read:", style="bold")]
-        parts += [Text(f"  {why}", style="dim") for why in report.unread]
+        parts += [plain(f"  {why}", "dim") for why in report.unread]
     return Group(*parts)
 
 
@@ -100,7 +102,7 @@ class DoctorScreen(ModalScreen[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.group == "doctor":
-            why = Text(f"The doctor could not finish: {event.worker.error}", style="bold red")
+            why = plain(f"The doctor could not finish: {event.worker.error}", "bold red")
             self.query_one("#doctor-body", Static).update(why)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue
 
@@ -36,21 +37,21 @@ class DoneView(StageView):
     def compose(self) -> ComposeResult:
         text = Text("Done: the GPU server is set up.\n\n", style="bold green")
         for line in self.summary:
-            text.append(f"  {line}\n")
+            text.append(*part(f"  {line}\n"))
         if self.bench:
-            text.append(f"\nBenchmark: {self.bench}\n")
+            text.append(*part(f"\nBenchmark: {self.bench}\n"))
         if self.exports:
             text.append("\nExported:\n")
-            text.append("".join(f"  {path}\n" for path in self.exports))
+            text.append(*part("".join(f"  {path}\n" for path in self.exports)))
         text.append("\nNext:\n", style="bold")
-        text.append(f"  source {self.env_path}/bin/activate\n")
+        text.append(*part(f"  source {self.env_path}/bin/activate\n"))
         text.append('  python -c "import torch; print(torch.cuda.device_count())"\n')
         text.append("  gpuwizard detect     # the machine as it is now\n")
         text.append("  gpuwizard bench      # the benchmark again, without the wizard\n")
         text.append(
             "  gpuwizard export     # deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init\n"
         )
-        text.append(f"\nLogs: {self.logs}\n", style="dim")
+        text.append(*part(f"\nLogs: {self.logs}\n", "dim"))
         with VerticalScroll(id="done-body"):
             yield Static(text)
 

@@ -21,6 +21,8 @@ from textual.widgets import Input, SelectionList, Static
 
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
+from gpuwizard.safetext import clean
+from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Exported
 
@@ -31,8 +33,8 @@ Write = Callable[[Path, list[ExportFile]], list[Path]]
 def preview(files: Sequence[ExportFile]) -> Group:
     parts: list[RenderableType] = []
     for file in files:
-        parts.append(Text(f"── {file.name} (mode {file.mode:o})", style="bold"))
-        parts.append(Syntax(file.content, file.language, theme="ansi_dark", word_wrap=True))
+        parts.append(plain(f"── {file.name} (mode {file.mode:o})", "bold"))
+        parts.append(Syntax(clean(file.content), file.language, theme="ansi_dark", word_wrap=True))
     return Group(*parts)
 
 
@@ -84,7 +86,7 @@ class ExportView(StageView):
             "space: choose a format · arrows: preview it · w (or enter in the folder): write"
         )
         if self.note:
-            keys = Text.assemble(("Note: ", "bold yellow"), self.note, "\n", keys)
+            keys = Text.assemble(("Note: ", "bold yellow"), part(self.note), "\n", keys)
         yield Static(keys, id="export-status")
 
     def on_mount(self) -> None:
@@ -94,7 +96,7 @@ class ExportView(StageView):
         try:
             shown: RenderableType = preview(self.render_format(name))
         except ExportError as error:
-            shown = Text(f"{name} cannot be made for this plan: {error}", style="yellow")
+            shown = plain(f"{name} cannot be made for this plan: {error}", "yellow")
         self.query_one("#preview", Static).update(shown)
         self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
 
@@ -129,14 +131,14 @@ class ExportView(StageView):
         try:
             paths = self.write_files(Path(folder).expanduser(), files) if files else []
         except OSError as error:
-            self.status(Text(f"Cannot write to {folder}: {error.strerror}", style="bold red"))
+            self.status(plain(f"Cannot write to {folder}: {error.strerror}", "bold red"))
             return
         self.written = [str(p) for p in paths]
         where = paths[0].parent if paths else Path(folder)
-        lines = Text(f"Wrote {len(paths)} file(s) to {where}:\n", style="bold green")
-        lines.append("  " + "  ".join(p.name for p in paths))
+        lines = plain(f"Wrote {len(paths)} file(s) to {where}:\n", "bold green")
+        lines.append(*part("  " + "  ".join(p.name for p in paths)))
         for line in skipped:
-            lines.append(f"\nnot written: {line}", style="yellow")
+            lines.append(*part(f"\nnot written: {line}", "yellow"))
         self.status(lines)
         self.query_one("#formats", SelectionList).focus()  # so c continues, not types a "c"
 

@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gpuwizard.safetext import clean
+
 KEYS = (
     ("enter", "continue / run the next step"),
     ("a", "run all remaining steps without asking each time"),
@@ -54,7 +56,7 @@ class HelpScreen(ModalScreen[None]):
             ("runner output", f"{self.state_dir}/runner.log"),
         ):  # each path under its label, folded when it is longer than the line
             places.append(Padding(Text(label, style="dim"), (0, 0, 0, 2)))
-            places.append(Padding(Text(path, overflow="fold"), (0, 0, 0, 4)))
+            places.append(Padding(Text(clean(path), overflow="fold"), (0, 0, 0, 4)))
         parts: list[RenderableType] = [
             Text("Keys", style="bold"),
             keys,

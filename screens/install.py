@@ -6,6 +6,8 @@ whole story: replaying the run's history on a relaunch shows what watching it li
 the run ends in a way that leads elsewhere (a reboot asked, every step done), the view answers
 ``RunEnded`` with the disk as the runner left it; the state machine decides where that leads.
 Closing the view, the terminal or the SSH link never stops a running step.
+Titles, commands, reasons and the log are the machine's text: shown cleaned and plain
+(``plain``), never as markup. The log pane follows each step's log file itself.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
+from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
@@ -42,12 +45,12 @@ GONE_AFTER_S = 2.0
 
 
 def step_details(step: StepPlan) -> Group:
-    parts = [Text(step.title, style="bold"), Text(step.why)]
+    parts = [plain(step.title, "bold"), plain(step.why)]
     for action in step.actions:
         parts.append(
-            Text(
+            plain(
                 f"$ {action.display()}" if isinstance(action, Run) else f"  {action.display()}",
-                style="cyan",
+                "cyan",
             )
         )
     return Group(*parts)
@@ -121,6 +124,7 @@ class InstallView(StageView):
         self.live_hint: str | None = None
         self.prompted: ev.PromptShown | None = None
         self.ended = False
+        self.progress_text = ""
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -186,7 +190,7 @@ class InstallView(StageView):
                 self.post_message(RunProgress(envelopes, first))
                 first = False
                 quiet_since = None
-            elif self.mode == "running":
+            elif self.mode == "running" and not self.launching:
                 quiet_since = quiet_since or time.monotonic()
                 if time.monotonic() - quiet_since > GONE_AFTER_S and not self.control.running():
                     self.post_message(RunnerGone())
@@ -216,10 +220,11 @@ class InstallView(StageView):
                 self.launching = False
             case ev.StepStarted():
                 self.current, self.live_hint = event.step, None
+                log.follow(event.log)  # the output is in the step's log file, read by its tail
                 log.add([f"── {event.title}"])
-            case ev.ActionStarted():
+            case ev.ActionStarted() if not log.following:
                 log.add([f"$ {event.command}"])
-            case ev.LogLines():
+            case ev.LogLines() if not log.following:  # a run from before log files were followed
                 log.add(event.lines, event.dropped)
             case _:
                 pass
@@ -264,8 +269,10 @@ class InstallView(StageView):
             details.update(
                 Text.assemble(
                     ("Watching: ", "bold yellow"),
-                    f"another gpuwizard drives this setup, {self.driven_by}. Nothing is decided here; "
-                    "once it has gone, this one takes over.",
+                    part(
+                        f"another gpuwizard drives this setup, {self.driven_by}. Nothing is "
+                        "decided here; once it has gone, this one takes over."
+                    ),
                 )
             )
             return
@@ -296,18 +303,18 @@ class InstallView(StageView):
         if known.id != self.live_hint:  # a known error in the running step's output, at once
             self.live_hint = known.id
             hint.update(
-                Text.assemble(("⚠ in the log: ", "bold"), f"{known.explanation} {known.fix}")
+                Text.assemble(("⚠ in the log: ", "bold"), part(f"{known.explanation} {known.fix}"))
             )
 
     def failure_text(self, ending: Stopped) -> Text:
         step = ending.step or self.current or ""
         known = match([*self.view.tail, ending.why])
-        text = Text.assemble(("✗ ", "bold red"), (ending.why, "bold"))
+        text = Text.assemble(("✗ ", "bold red"), part(ending.why, "bold"))
         if known:
-            text.append(f"\n{known.explanation} {known.fix}")
+            text.append(*part(f"\n{known.explanation} {known.fix}"))
         log = self.view.steps[step].log if step in self.view.steps else None
         text.append(
-            f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", style="dim"
+            *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
         )
         return text
 
@@ -329,9 +336,12 @@ class InstallView(StageView):
         if mode == "running" and running is not None:
             elapsed = _elapsed(running.started, self.now())
         verb = {"waiting": "next", "running": "now", "failed": "failed"}[mode]
-        self.query_one("#progress", Static).update(
-            f"{finished}/{len(todo)} done · {verb}: {title}{elapsed}"
-        )
+        text = f"{finished}/{len(todo)} done · {verb}: {title}{elapsed}"
+        if (
+            text != self.progress_text
+        ):  # a line of fixed size: repaint it, no layout (a full redraw)
+            self.progress_text = text
+            self.query_one("#progress", Static).update(plain(text), layout=False)
 
     @on(RunnerGone)
     def runner_gone(self) -> None:
@@ -353,13 +363,20 @@ class InstallView(StageView):
             return
         self.launching = True
         self.query_one("#hint", Static).update("")
+        self.render_view()
+        self.start_runner(one_step)
+
+    @work(exclusive=True, group="start", thread=True, exit_on_error=False)
+    def start_runner(self, one_step: bool) -> None:
+        """Start the runner off the UI thread: it takes a Python start-up, and keys still answer."""
         if not self.control.start(one_step=one_step):
-            self.launching = False
-            why = "the runner did not start; see runner.log in the state directory"
-            self.view = fold(
-                self.view,
-                ev.Envelope(0, "", ev.RunStopped(StopReason.NO_RUNNER, why, self.current)),
-            )
+            self.app.call_from_thread(self.runner_did_not_start)
+
+    def runner_did_not_start(self) -> None:
+        self.launching = False
+        why = "the runner did not start; see runner.log in the state directory"
+        stop = ev.RunStopped(StopReason.NO_RUNNER, why, self.current)
+        self.view = fold(self.view, ev.Envelope(0, "", stop))
         self.render_view()
 
     def action_run_step(self) -> None:

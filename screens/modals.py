@@ -9,6 +9,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from gpuwizard.screens.plain import plain
+
 
 class SecretScreen(ModalScreen[str | None]):
     """Masked input; the value goes to the runner's socket and nowhere else (never logged)."""
@@ -26,7 +28,7 @@ class SecretScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.prompt)
+            yield Static(plain(self.prompt))
             yield Input(password=True, id="secret")
             yield Static(
                 "Enter to send · Esc to cancel (the step then fails and can be retried)",

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import RebootLater, RebootNow
 
@@ -36,9 +37,9 @@ class RebootView(StageView):
         )
         body = Text.assemble(
             ("A reboot is needed\n\n", "bold"),
-            ("Why: ", "bold"), f"{self.reason}\n\n",
+            ("Why: ", "bold"), part(f"{self.reason}\n\n"),
             ("What happens: ", "bold"), f"{what}\n\n",
-            ("How to come back: ", "bold"), f"wait a minute or two, then\n    {self.come_back}\n",
+            ("How to come back: ", "bold"), part(f"wait a minute or two, then\n    {self.come_back}\n"),
             "gpuwizard checks the machine again and continues where it stopped.",
         )  # fmt: skip
         with VerticalScroll(id="reboot-body"):

@@ -1,5 +1,6 @@
 """RecommendView: the recommendation with its reasons; change a choice and see at once whether
-it still fits and why not; the rejected alternatives on demand."""
+it still fits and why not; the rejected alternatives on demand. Reasons quote the machine's
+facts, so every value is plain text (``plain``), never markup."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from textual.widgets import Label, Select, SelectionList, Static
 
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Back, Decided
 from gpuwizard.setup.request import SetupRequest
@@ -39,14 +41,14 @@ def bullet(text: str, mark: str = "·", style: str = "") -> Table:
     row = Table.grid()
     row.add_column(width=4, no_wrap=True)
     row.add_column()
-    row.add_row(f"  {mark}", Text(text, style=style))
+    row.add_row(f"  {mark}", plain(text, style))
     return row
 
 
 def result_text(result: Result) -> Group:
     if isinstance(result, Refusal):
         parts: list[RenderableType] = [
-            Text("✗ Does not fit: ", style="bold red") + Text(result.reason)
+            Text("✗ Does not fit: ", style="bold red") + plain(result.reason)
         ]
         parts += [bullet(r) for r in result.reasons if r]
         return Group(*parts)
@@ -62,13 +64,14 @@ def result_text(result: Result) -> Group:
     fields = Table.grid(padding=(0, 1))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
-    fields.add_row("Driver", driver)
+    fields.add_row("Driver", plain(driver))
     fields.add_row(
-        "PyTorch", f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}"
+        "PyTorch",
+        plain(f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}"),
     )
-    fields.add_row("Python", f"{p.version} ({where})")
+    fields.add_row("Python", plain(f"{p.version} ({where})"))
     if result.cuda_toolkit:
-        fields.add_row("Toolkit", f"CUDA {result.cuda_toolkit.version}")
+        fields.add_row("Toolkit", plain(f"CUDA {result.cuda_toolkit.version}"))
     parts = [Text(status, style="bold green"), fields]
     if result.changes:
         parts.append(Text("Changes first", style="bold yellow"))

@@ -23,6 +23,7 @@ from gpuwizard.plan import Plan
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
+from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue
 
@@ -38,7 +39,7 @@ def resume_text(
     table = Table.grid(padding=(0, 1))
     for title, state, reason in checked:
         mark, style = MARK.get(state, ("·", ""))
-        table.add_row(Text(mark, style=style), Text(title, style="bold"), reason)
+        table.add_row(Text(mark, style=style), plain(title, "bold"), plain(reason))
     after = f"Next: {next_title}" if next_title else "Nothing is left to do."
     if problem and not checked:
         heading = "The check after the reboot stopped:"
@@ -52,8 +53,8 @@ def resume_text(
     if checked:
         parts.append(table)
     if problem:
-        parts.append(Text(f"\n{problem}", style="bold red"))
-    parts.append(Text(f"\n{after}"))
+        parts.append(plain(f"\n{problem}", "bold red"))
+    parts.append(plain(f"\n{after}"))
     return parts
 
 

@@ -1,4 +1,6 @@
-"""ReviewView: every step with what it will change, the download and the time; one confirm."""
+"""ReviewView: every step with what it will change, the download and the time; one confirm.
+
+Titles, paths and the summary quote the machine's facts: each is plain text, never markup."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from textual.widgets import Static
 
 from gpuwizard.plan import Plan
 from gpuwizard.plan_view import describe
+from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Approved, Back
 
@@ -30,8 +33,8 @@ def plan_table(plan: Plan) -> Table:
         style = "cyan" if step.reboot else ""
         table.add_row(
             str(number),
-            Text(step.title, style=style),
-            describe(step),
+            plain(step.title, style),
+            plain(describe(step)),
             str(step.download_mib or ""),
             f"{step.minutes:g}",
         )
@@ -71,7 +74,7 @@ class ReviewView(StageView):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="review-body"):
-            yield Static("\n".join(self.plan.summary), id="review-summary")
+            yield Static(plain("\n".join(self.plan.summary)), id="review-summary")
             yield Static(totals(self.plan))
             yield Static(plan_table(self.plan))
             yield Static(

@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuwizard.facts import VerifyReport
+from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue
 
@@ -37,11 +38,11 @@ class VerifyView(StageView):
             if report.ok
             else ("✗ Verification found problems", "bold red")
         )
-        text = Text.assemble(head, f"\n\ntorch {report.torch} in {report.env}\n\n")
+        text = Text.assemble(head, part(f"\n\ntorch {report.torch} in {report.env}\n\n"))
         for device in report.devices:
-            text.append(f"  {device}\n")
+            text.append(*part(f"  {device}\n"))
         for problem in report.problems:
-            text.append(f"  ✗ {problem}\n", style="red")
+            text.append(*part(f"  ✗ {problem}\n", "red"))
         return text
 
     def action_proceed(self) -> None:

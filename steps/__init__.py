@@ -132,7 +132,7 @@ def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
     gpu_count = len(facts.hardware.gpus)
     steps += [
         CreateEnv(s.env, s.arch),
-        InstallTorch(s.env, s.torch),
+        InstallTorch(s.env, s.torch, s.arch),
         VerifyTorch(s.env, s.torch, gpu_count),
     ]
     if extras.docker:

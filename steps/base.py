@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.pins import pin_for
 from gpuwizard.plan import APT_ENV, Action, Run, StepPlan, Target
 
 APT_LOCK_TIMEOUT_S = 600
 DOWNLOAD_TOOL = "gpuwizard-fetch"
-"""gpuwizard's own downloader: URL -> file, SHA-256 checked when one is pinned, atomic."""
+"""gpuwizard's own downloader: URL -> file, checked against its pin in gpuwizard's data, atomic."""
 
 
 @dataclass(frozen=True)
@@ -102,17 +103,43 @@ def install_packages(family: str, packages: Sequence[str]) -> tuple[Run, ...]:
 
 
 def fetch(
-    url: str, destination: str, sha256: str | None = None, *, sha256_url: bool = False
+    url: str,
+    destination: str,
+    *,
+    arch: str | None = None,
+    member: str | None = None,
+    dearmor: bool = False,
 ) -> Run:
-    """Download to a file, atomically; a checksum mismatch deletes the file and fails the step.
+    """Download to a file, atomically, checked against its pin in gpuwizard's data
+    (``gpuwizard.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
+    fails the step. A file pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
 
-    ``sha256`` pins the digest in gpuwizard's own code (the strong check); ``sha256_url`` takes it
-    from ``URL.sha256`` beside the file, which only catches truncated or corrupted downloads.
+    Raises:
+        Unpinned: pins.yaml has no entry for the URL (every plan is checked for this in the tests).
     """
+    pin = pin_for(url, arch)
     check: tuple[str, ...] = (
-        ("--sha256", sha256) if sha256 else ("--sha256-url", f"{url}.sha256") if sha256_url else ()
+        ("--sha256", pin.sha256)
+        if pin.sha256
+        else ("--fingerprint", pin.fingerprint)
+        if pin.fingerprint
+        else ("--unpinned",)
     )
-    return Run((DOWNLOAD_TOOL, url, destination, *check), timeout_s=1800, silence_timeout_s=300)
+    extra = (("--member", member) if member else ()) + (("--dearmor",) if dearmor else ())
+    return Run(
+        (DOWNLOAD_TOOL, url, destination, *check, *extra), timeout_s=1800, silence_timeout_s=300
+    )
+
+
+def unconfirmed_note(url: str, arch: str | None = None) -> str:
+    """A sentence for a step's why when its download has no confirmed pin, else empty."""
+    pin = pin_for(url, arch)
+    if pin.confirmed:
+        return ""
+    return (
+        f" UNCONFIRMED: gpuwizard has no official checksum for {url.rsplit('/', 1)[-1]}, so it is "
+        "trusted on HTTPS alone (gpuwizard-fetch warns when it downloads it)."
+    )
 
 
 def missing(facts: HostFacts, packages: Iterable[str]) -> list[str]:

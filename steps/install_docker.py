@@ -1,8 +1,11 @@
 """install-docker and install-container-toolkit: containers that see the GPUs.
 
 Docker comes from the distribution (docker.io on Ubuntu and Debian) or Docker's repository on
-Rocky (docker-ce). The NVIDIA Container Toolkit comes from NVIDIA's repository, its key bound
-with signed-by. ``nvidia-ctk runtime configure`` would rewrite /etc/docker/daemon.json; instead
+Rocky (docker-ce). The NVIDIA Container Toolkit comes from NVIDIA's repository. Each vendor key
+is checked against the fingerprint gpuwizard pins before it is installed and bound to its own
+repository (signed-by on apt; the gpgkey of a repository file gpuwizard writes itself on dnf,
+rather than a .repo file downloaded from the server). ``nvidia-ctk runtime configure`` would
+rewrite /etc/docker/daemon.json; instead
 the nvidia runtime is merged into the existing file here, keeping every other key
 (nvidia-docker#490), refusing to touch a file that is not valid JSON (nvidia-docker#761), and
 putting the old file back if docker does not restart.
@@ -16,16 +19,45 @@ from dataclasses import dataclass
 from gpuwizard.facts import HostFacts
 from gpuwizard.paths import DOCKER_DAEMON_JSON
 from gpuwizard.plan import Action, Run, Target, WriteFile
-from gpuwizard.steps.base import Check, PlanError, enable_service, install_packages, missing
+from gpuwizard.steps.base import (
+    Check,
+    PlanError,
+    enable_service,
+    fetch,
+    install_packages,
+    missing,
+)
 
 TOOLKIT_KEY_URL = "https://nvidia.github.io/libnvidia-container/gpgkey"
 TOOLKIT_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 TOOLKIT_LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
 TOOLKIT_APT = "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
+TOOLKIT_RPM_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-nvidia-container-toolkit"
+TOOLKIT_REPO_FILE = "/etc/yum.repos.d/nvidia-container-toolkit.repo"
 TOOLKIT_REPO = (
-    "https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo"
+    "[nvidia-container-toolkit]\n"
+    "name=nvidia-container-toolkit\n"
+    "baseurl=https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch\n"
+    "repo_gpgcheck=1\n"
+    "gpgcheck=0\n"
+    "enabled=1\n"
+    f"gpgkey=file://{TOOLKIT_RPM_KEY}\n"
 )
-DOCKER_CE_REPO = "https://download.docker.com/linux/rhel/docker-ce.repo"
+"""NVIDIA's stable/rpm/nvidia-container-toolkit.repo (NVIDIA/libnvidia-container, gh-pages), with
+the key it names checked and kept locally: NVIDIA signs the repository metadata, not each rpm."""
+DOCKER_KEY_URL = "https://download.docker.com/linux/rhel/gpg"
+DOCKER_RPM_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-docker-ce"
+DOCKER_REPO_FILE = "/etc/yum.repos.d/docker-ce.repo"
+DOCKER_CE_REPO = (
+    "[docker-ce-stable]\n"
+    "name=Docker CE Stable - $basearch\n"
+    "baseurl=https://download.docker.com/linux/rhel/$releasever/$basearch/stable\n"
+    "enabled=1\n"
+    "gpgcheck=1\n"
+    f"gpgkey=file://{DOCKER_RPM_KEY}\n"
+)
+"""Docker's stable rpm repository (download.docker.com/linux/rhel/<version>/<arch>/stable, as
+Docker's RHEL install page lays it out), its packages checked against Docker's pinned key."""
 NVIDIA_RUNTIME = {"path": "nvidia-container-runtime", "args": []}
 
 
@@ -62,7 +94,8 @@ class InstallDocker:
         if missing(facts, docker_packages(self.family)):
             if self.family == "rhel":
                 actions += (
-                    Run(("dnf", "config-manager", "--add-repo", DOCKER_CE_REPO), timeout_s=300),
+                    fetch(DOCKER_KEY_URL, DOCKER_RPM_KEY),
+                    WriteFile(DOCKER_REPO_FILE, DOCKER_CE_REPO),
                 )
             actions += install_packages(self.family, docker_packages(self.family))
         return (*actions, enable_service("docker"))
@@ -128,10 +161,13 @@ class InstallContainerToolkit:
 
     def repository(self) -> tuple[Action, ...]:
         if self.family == "rhel":
-            return (Run(("dnf", "config-manager", "--add-repo", TOOLKIT_REPO), timeout_s=300),)
+            return (
+                fetch(TOOLKIT_KEY_URL, TOOLKIT_RPM_KEY),
+                WriteFile(TOOLKIT_REPO_FILE, TOOLKIT_REPO),
+            )
         source = f"deb [signed-by={TOOLKIT_KEYRING}] {TOOLKIT_APT} /\n"
         return (
-            Run(("gpuwizard-fetch", TOOLKIT_KEY_URL, TOOLKIT_KEYRING, "--dearmor"), timeout_s=300),
+            fetch(TOOLKIT_KEY_URL, TOOLKIT_KEYRING, dearmor=True),
             WriteFile(TOOLKIT_LIST, source),
         )
 

@@ -2,9 +2,11 @@
 
 Ubuntu's archive carries the server branches (``nvidia-driver-580-server-open`` plus
 ``nvidia-utils-580-server`` so nvidia-smi exists); Debian and Rocky use NVIDIA's repository
-(``nvidia-open`` / ``cuda-drivers``, the branch pinned by ``nvidia-driver-pinning-580`` or a dnf
-module stream). Done means the packages are installed and a module exists for the kernel that
-boots next; loading it waits for the reboot step.
+(``nvidia-open`` / ``cuda-drivers``, the branch pinned by ``nvidia-driver-pinning-580``, a dnf
+module stream on RHEL 8/9, or ``dnf versionlock add '*nvidia*580*'`` on RHEL 10, which has no
+module streams: NVIDIA's driver installation guide, R620 edition). Done means the packages are
+installed and a module exists for the kernel that boots next; loading it waits for the reboot
+step.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ class InstallNvidiaDriver:
                     ("dnf", "-y", "-q", "module", "enable", self.driver.module_stream),
                     timeout_s=600,
                 ),
+            )
+        if self.family == "rhel" and self.driver.version_lock:
+            actions += (
+                Run(("dnf", "versionlock", "add", self.driver.version_lock), timeout_s=600),
             )
         return actions + install_packages(self.family, self.driver.packages)
 

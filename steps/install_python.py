@@ -2,8 +2,8 @@
 
 Where the distribution has one (Rocky 9's python3.12, Ubuntu 22.04's python3.11) it comes as a
 package. Elsewhere (Ubuntu 20.04 has nothing newer than 3.9) uv installs a standalone CPython
-under /opt/gpuwizard/python; uv itself comes from PyPI as a pinned wheel whose SHA-256 is
-checked before use, and uv verifies the interpreter it downloads.
+under /opt/gpuwizard/python; uv itself comes from PyPI as a pinned wheel whose SHA-256 (in
+gpuwizard's pins.yaml) is checked before use, and uv verifies the interpreter it downloads.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from gpuwizard.facts import HostFacts
 from gpuwizard.paths import PYTHONS_DIR, TOOLS_DIR
 from gpuwizard.plan import Action, Run, Target
 from gpuwizard.selection import EnvChoice
-from gpuwizard.steps.base import Check, install_packages
+from gpuwizard.steps.base import Check, fetch, install_packages
 
 UV_VERSION = "0.13.9"
-UV_SHA256 = {
-    "x86_64": "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19",
-    "aarch64": "5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe",
-}
+"""Its wheels' SHA-256 per architecture are pinned in gpuwizard's pins.yaml."""
+UV_SPEC = f"pypi:uv=={UV_VERSION}"
 UV = f"{TOOLS_DIR}/uv"
 
 
@@ -71,18 +69,7 @@ class InstallPython:
             return install_packages(self.family, os_packages(self.family, self.env.python))
         env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
         return (
-            Run(
-                (
-                    "gpuwizard-fetch",
-                    f"pypi:uv=={UV_VERSION}",
-                    UV,
-                    "--sha256",
-                    UV_SHA256[self.arch],
-                    "--member",
-                    f"uv-{UV_VERSION}.data/scripts/uv",
-                ),
-                timeout_s=900,
-            ),
+            fetch(UV_SPEC, UV, arch=self.arch, member=f"uv-{UV_VERSION}.data/scripts/uv"),
             Run((UV, "python", "install", self.env.python), env=env, timeout_s=1800),
         )
 

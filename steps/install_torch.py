@@ -1,9 +1,16 @@
-"""install-torch: the pinned torch / torchvision (/ torchaudio) set from PyTorch's own index.
+"""install-torch: the pinned torch / torchvision (/ torchaudio) set, by hash where gpuwizard can.
 
 ``--index-url https://download.pytorch.org/whl/<variant>`` selects the CUDA build explicitly
 (no ``--extra-index-url`` mixing with PyPI, no ``+cu116`` local pins as in the guide), and the
 three versions are pinned together, because a torchvision built for another torch fails at
-import (light-the-torch#157).
+import (light-the-torch#157). pip itself is first brought to a pinned version (pins.yaml).
+
+PyPI's default CUDA build of a release is PyPI's own torch wheel; for the sets gpuwizard has a
+hashes file of (``gpuwizard/torch-hashes``, from PyPI's metadata) the two wheels are downloaded
+with ``pip download --require-hashes`` (checked against those hashes) from PyPI and installed
+from the download folder, the dependencies resolved from PyPI as usual. The other builds live on
+PyTorch's own index, whose hashes could not be read from where gpuwizard's data is made: they
+are installed by version, and the step says so.
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.paths import DOWNLOADS_DIR
+from gpuwizard.pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
+from gpuwizard.plan import Action, Run, Target, WriteFile
 from gpuwizard.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.create_env import find_env
@@ -25,10 +34,24 @@ def installed_matches(installed: str | None, version: str, variant: str) -> bool
     return base == version and local in ("", variant)
 
 
+def packages(torch: TorchChoice) -> tuple[str, ...]:
+    return ("torch", "torchvision", *(("torchaudio",) if torch.torchaudio else ()))
+
+
+def hashed_wheels(torch: TorchChoice, python: str, arch: str) -> tuple[str, ...] | None:
+    """The wheel files of this set for this Python and CPU, when all are pinned by hash."""
+    wheels: TorchWheels | None = torch_wheels(torch.version, torch.variant)
+    if wheels is None or not torch.torchvision:
+        return None
+    names = tuple(wheels.wheel(p, python, arch) for p in packages(torch))
+    return None if None in names else tuple(n for n in names if n is not None)
+
+
 @dataclass(frozen=True)
 class InstallTorch:
     env: EnvChoice
     torch: TorchChoice
+    arch: str = "x86_64"
     id: str = "install-torch"
     needs_reboot: bool = False
     reboot: bool = False
@@ -40,9 +63,15 @@ class InstallTorch:
 
     @property
     def why(self) -> str:
+        hashed = hashed_wheels(self.torch, self.env.python, self.arch) is not None
+        where = (
+            "PyPI (its default build, the wheels checked against the SHA-256 gpuwizard pins)"
+            if hashed
+            else f"{self.torch.index_url} (pinned by version; its hashes are not in gpuwizard's data)"
+        )
         return (
             f"torch {self.torch.version} with torchvision {self.torch.torchvision or '(latest, UNCONFIRMED pair)'} "
-            f"from {self.torch.index_url}: the build with kernels for these GPUs that the driver runs."
+            f"from {where}: the build with kernels for these GPUs that the driver runs."
         )
 
     def wrong(self, facts: HostFacts) -> list[str]:
@@ -74,13 +103,37 @@ class InstallTorch:
         if self.check(facts).satisfied:
             return ()
         pip = (f"{self.env.path}/bin/python", "-m", "pip")
+        upgrade = Run(
+            (*pip, "install", "--quiet", f"pip=={pip_for(self.env.python).version}"), timeout_s=900
+        )
+        wheels = hashed_wheels(self.torch, self.env.python, self.arch)
+        if wheels is None:
+            install = (
+                *pip,
+                "install",
+                "--index-url",
+                self.torch.index_url,
+                *self.torch.requirements(),
+            )
+            return (upgrade, Run(install, timeout_s=3600, silence_timeout_s=900))
+        return (upgrade, *self.hashed_install(pip, wheels))
+
+    def hashed_install(self, pip: tuple[str, ...], wheels: tuple[str, ...]) -> tuple[Action, ...]:
+        """pip checks each wheel against the pinned hashes as it downloads it, then installs the
+        checked files; their dependencies come from PyPI as pip resolves them."""
+        name = f"torch-{self.torch.version}-{self.torch.variant}"
+        hashes, folder = f"{DOWNLOADS_DIR}/{name}.hashes.txt", f"{DOWNLOADS_DIR}/{name}"
+        text = torch_wheels(self.torch.version, self.torch.variant)
+        assert text is not None
+        download = (
+            *pip, "download", "--quiet", "--no-deps", "--only-binary=:all:", "--require-hashes",
+            "--index-url", PYPI_INDEX, "--dest", folder, "-r", hashes,
+        )  # fmt: skip
+        install = (*pip, "install", "--index-url", PYPI_INDEX, *(f"{folder}/{w}" for w in wheels))
         return (
-            Run((*pip, "install", "--quiet", "--upgrade", "pip"), timeout_s=900),
-            Run(
-                (*pip, "install", "--index-url", self.torch.index_url, *self.torch.requirements()),
-                timeout_s=3600,
-                silence_timeout_s=900,
-            ),
+            WriteFile(hashes, text.text, 0o644),
+            Run(download, timeout_s=3600, silence_timeout_s=900),
+            Run(install, timeout_s=3600, silence_timeout_s=900),
         )
 
     def verify(self, facts: HostFacts) -> Check:

@@ -7,9 +7,10 @@
 # 3.8 or 3.9. The system Python's packages are never touched:
 #   1. a system Python >= 3.10 whose venv module works -> a virtual environment from it;
 #   2. otherwise the pinned uv release is fetched from the package index (PEP 691 simple API,
-#      PIP_INDEX_URL respected), its SHA-256 checked against the value pinned below, and uv
-#      builds the environment, from a system Python >= 3.10 if there is one, else from a
-#      standalone CPython it downloads (uv verifies those downloads itself).
+#      PIP_INDEX_URL respected, https only), its SHA-256 checked against the value pinned below
+#      (the same as wizard/pins.yaml), and uv builds the environment, from a system Python
+#      >= 3.10 if there is one, else from a standalone CPython it downloads (uv verifies those
+#      downloads itself).
 # Everything lands in $GPUWIZARD_PREFIX (default ~/.local/share/gpuwizard, or /opt/gpuwizard
 # for root), with a `gpuwizard` link in ~/.local/bin (or /usr/local/bin for root).
 set -Eeuo pipefail
@@ -17,6 +18,7 @@ set -Eeuo pipefail
 UV_VERSION="0.13.9"
 UV_SHA256_X86_64="d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19"
 UV_SHA256_AARCH64="5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe"
+PIP_VERSION="26.3" # as wizard/pins.yaml pins it for Python >= 3.10 (a test keeps them equal)
 STANDALONE_PYTHON="3.12"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,6 +74,8 @@ import hashlib, json, os, stat, sys, tempfile, urllib.request, zipfile
 
 version, arch, want, target = sys.argv[1:5]
 index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+if not index.startswith("https://"):
+    sys.exit("PIP_INDEX_URL %s is not https; refusing to download from it" % index)
 request = urllib.request.Request(index + "/uv/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
 files = json.load(urllib.request.urlopen(request, timeout=60))["files"]
 tag = "manylinux_2_17_" + arch
@@ -95,7 +99,7 @@ install_with_venv() {
     local python=$1
     say "using $python ($("$python" -V 2>&1)) for a virtual environment in $venv"
     "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q "pip==$PIP_VERSION"
     "$venv/bin/python" -m pip install -q "$source_spec"
 }
 

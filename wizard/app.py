@@ -3,12 +3,15 @@
 One task (``conduct``) applies every transition: it carries out the flow's effects through the
 driver (off the UI thread), shows the new stage's view in the one screen (awaited), and waits
 for that view's answer. Views answer; nothing else changes the stage. The first frame shows at
-once: the engine, the planner and every view load in that task, after it.
+once: the backend, the engine, the planner and every view load in that task, after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from gpuwizard.runner.control import Backend
     from gpuwizard.setup.driver import SetupDriver
 
-EXIT_FAILED = 1
+EXIT_FAILED, EXIT_REBOOT = 1, 10
 
 
 class GpuWizardApp(App[str]):
@@ -42,13 +45,16 @@ class GpuWizardApp(App[str]):
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend | Callable[[], Backend],
         *,
         ssh_hint: str = "ssh <this server>",
         request: SetupRequest | None = None,
     ) -> None:
+        """``backend``, or how to make it: then it is made after the first frame, off the UI thread."""
         super().__init__()
-        self.backend = backend
+        self._backend: Backend | None = None if callable(backend) else backend
+        self._make_backend: Callable[[], Backend] | None = backend if callable(backend) else None
+        self._backend_lock = threading.Lock()
         self.ssh_hint = ssh_hint
         self.request = request or SetupRequest()
         self.shell = StageShell()
@@ -58,22 +64,37 @@ class GpuWizardApp(App[str]):
         self.driver: SetupDriver | None = None
 
     @property
+    def backend(self) -> Backend:
+        with self._backend_lock:
+            if self._backend is None:
+                assert self._make_backend is not None
+                self._backend = self._make_backend()
+            return self._backend
+
+    @property
     def failed(self) -> bool:
-        return self.exit_code not in (0, 10)
+        return self.exit_code not in (0, EXIT_REBOOT)
 
     def on_mount(self) -> None:
+        self.push_screen(self.shell)
+        if self._backend is not None:
+            self.show_machine()
+        self.call_after_refresh(
+            self.conduct
+        )  # the first frame first; the rest competes for the CPU
+
+    def show_machine(self) -> None:
         name = self.backend.name
         self.sub_title = (
             f"SIMULATION: {name.removeprefix('simulated ')}" if self.backend.simulated else name
         )
-        self.push_screen(self.shell)
-        self.conduct()
 
     # ------------------------------------------------------------------------- the one task
     @work(exclusive=True, group="conduct", exit_on_error=False)
     async def conduct(self) -> None:
         await self.shell.show(LookingView())
         driver = self.driver = await asyncio.to_thread(self.make_driver)
+        self.show_machine()
         shown: Stage | None = None
         stage: Stage = self.stage
         effects: tuple[Effect, ...] = (Detect(),)
@@ -94,12 +115,15 @@ class GpuWizardApp(App[str]):
             stage, effects = next_stage(stage, answer)
 
     def make_driver(self) -> SetupDriver:
-        """The driver, and with it the engine, the planner and every view (off the UI thread)."""
+        """The backend, the driver, and with them the engine, the planner and every view."""
         from gpuwizard import stageviews  # noqa: F401 - loaded here, not on the first frame
         from gpuwizard.setup.driver import SetupDriver
 
         driver = SetupDriver(self.backend)
         _ = driver.table
+        # Start-up's objects (modules, views) never become garbage: out of the collector's sight,
+        # a full collection during a log flood takes ~20 ms instead of ~60 (a key waits).
+        gc.freeze()
         return driver
 
     async def show(self, stage: Stage, driver: SetupDriver) -> Stage:
@@ -158,7 +182,7 @@ class GpuWizardApp(App[str]):
         return getattr(view, "mode", None) == "running"
 
 
-def run_tui(backend: Backend) -> tuple[str, int]:
+def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, int]:
     """Run the wizard; returns what to print after the screen is gone, and the exit code."""
     app = GpuWizardApp(backend, ssh_hint=ssh_hint())
     message = app.run() or ""

@@ -146,7 +146,7 @@ class Progress:
                 return f"  torch {item.torch} on {where}, {item.world_size} process(es)"
             case bp.Result():
                 where = (
-                    "the CPU"
+                    ("the CPU" if item.world_size == 1 else f"{item.world_size} CPU processes")
                     if self.device == "cpu"
                     else f"{item.world_size} GPU{'s' if item.world_size > 1 else ''}"
                 )

@@ -2,21 +2,22 @@
 
 Every bad input ends in one line on stderr and exit 2, never a traceback. Heavy imports (the
 TUI, pynvml) happen inside the subcommand that needs them, so ``gpuwizard detect --json`` stays
-fast and never loads Textual.
+fast and never loads Textual. Everything printed passes through gpuwizard's one sanitiser
+(``gpuwizard.safetext``): facts, logs and answers files reach the terminal without escapes.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO, cast
 
 from gpuwizard.cliargs import UsageError, build_parser
 from gpuwizard.inputs import MIB, InputError, read_text
+from gpuwizard.safetext import CleanStream, json_text
 
 if TYPE_CHECKING:
     from gpuwizard.export.answers import Answers
@@ -89,7 +90,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
             "facts": to_jsonable(facts),
             "findings": to_jsonable(findings),
         }
-        print(json.dumps(envelope, indent=2, ensure_ascii=False))
+        print(json_text(envelope))
     else:
         print("\n".join(host_lines(facts, findings)))
         if not facts.hardware.gpus and args.simulate is None:
@@ -126,7 +127,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         contract = to_json_contract(result)
         if online is not None:
             contract["online"] = online
-        print(json.dumps(contract, indent=2, ensure_ascii=False))
+        print(json_text(contract))
     else:
         print("\n".join(recommendation_lines(result)))
         if online is not None:
@@ -283,7 +284,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not backend.simulated and not args.dry_run:
         require_root("installing changes the system: run it as root (sudo gpuwizard apply ...)")
     try:
-        return apply(backend, request)
+        return apply(backend, request, out=sys.stdout)  # the cleaned stream, as it is now
     except ApplyError as error:
         print(f"gpuwizard: {error}", file=sys.stderr)
         if error.no_gpu and not backend.simulated:
@@ -374,9 +375,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from gpuwizard.detect.capture import capture_host
 
     directory: Path = args.directory
-    if directory.exists() and any(directory.iterdir()):
-        raise UsageError(f"capture-host: {directory} is not empty; give a new directory")
-    facts = capture_host(host_for(args), directory, args.description)
+    try:
+        facts = capture_host(host_for(args), directory, args.description)
+    except FileExistsError:
+        raise UsageError(
+            f"capture-host: {directory} exists; give a new folder (it is created private, 0700)"
+        ) from None
+    except OSError as error:
+        raise UsageError(f"capture-host: {directory}: {error.strerror or error}") from None
     where = facts.os.pretty_name if facts.os else "an unknown OS"
     print(f"recorded {len(facts.hardware.gpus)} GPU(s) on {where} into {directory}")
     return EXIT_OK
@@ -384,10 +390,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 def cmd_default(args: argparse.Namespace) -> int:
     """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
-    backend = tui_backend(args)
+    make_backend = tui_backend(args)
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
-    message, code = run_tui(backend)
+    message, code = run_tui(make_backend)
     if message:
         print(message, file=sys.stderr if code not in (EXIT_OK, EXIT_REBOOT) else sys.stdout)
     return code
@@ -396,24 +402,33 @@ def cmd_default(args: argparse.Namespace) -> int:
 NO_GPU_NOTE = "no GPU here"  # the title has room for ~50 characters at 80 columns
 
 
-def tui_backend(args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None) -> Backend:
-    """The machine the wizard drives: the named profile; else this machine when it has an
-    NVIDIA GPU (as root); else, said in the title, the default simulated server."""
+def tui_backend(
+    args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None
+) -> Callable[[], Backend]:
+    """How to make the machine the wizard drives: the named profile; else this machine when it
+    has an NVIDIA GPU (as root); else, said in the title, the default simulated server. Bad input
+    is refused now; the backend itself (runner, journal, sandbox: ~100 ms of imports) is made
+    after the TUI's first frame."""
     from dataclasses import replace
 
     if args.simulate is not None:
-        return backend_for(args)
+        simulated_profile(args)
+        return lambda: backend_for(args)
     if (has_gpu or has_nvidia_gpu)():
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
         )
-        return real_backend()
+        return real_backend
     from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
     print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
     args.simulate = DEFAULT_PROFILE
-    backend = backend_for(args)
-    return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
+
+    def simulated() -> Backend:
+        backend = backend_for(args)
+        return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
+
+    return simulated
 
 
 def has_nvidia_gpu() -> bool:
@@ -436,6 +451,17 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Facts, logs, answers files and paths can carry terminal escapes: whatever a command prints
+    # goes through the sanitiser (the TUI draws on the real stderr; Textual writes there itself).
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = cast(TextIO, CleanStream(out)), cast(TextIO, CleanStream(err))
+    try:
+        return run_command(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def run_command(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpu", action="append", metavar="PCI_ID_OR_NAME", help="a GPU, repeat for several"
     )
     source.add_argument("--os", metavar="ID:VERSION", help="e.g. ubuntu:22.04, debian:12, rocky:9")
-    source.add_argument("--arch", choices=("x86_64", "aarch64"), default="x86_64")
+    source.add_argument(
+        "--arch",
+        choices=("x86_64", "aarch64"),
+        help="default: aarch64 for Grace superchips (GH200, GB200, GB10), else x86_64",
+    )
     source.add_argument("--driver", metavar="VERSION", help="the driver already installed")
     source.add_argument("--driver-flavor", choices=("open", "proprietary"))
     source.add_argument("--python", metavar="X.Y", help="the system python3 version")

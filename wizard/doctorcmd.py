@@ -9,7 +9,6 @@ checked (or bad input, as for every gpuwizard command).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from gpuwizard.doctor.readings import LOG_TAIL_BYTES
 from gpuwizard.doctor.report import text_lines, to_json
 from gpuwizard.inputs import InputError, read_tail
 from gpuwizard.machine import Machine, user_state_dir
+from gpuwizard.safetext import json_text
 
 
 class DoctorUsageError(ValueError):
@@ -65,7 +65,7 @@ def run_doctor(args: argparse.Namespace, machine: Machine) -> int:
         data = to_json(result.report, result.facts)
         if bundle is not None:
             data["bundle"] = str(bundle.path)
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json_text(data))
     else:
         print("\n".join(text_lines(result.report)))
     if bundle is not None:

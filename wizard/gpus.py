@@ -36,6 +36,8 @@ class ChipRule:
 
 
 # Order matters: the first matching pattern wins (GB10B before GB10, GA100 before GA10x).
+# pci.ids names the chip of the GB10 (DGX Spark, 10de:2e12) "GB20B"; its compute capability is
+# 12.1 (sm_121: CUDA 12.9 release notes [S10]; "SPARK (sm_121)" in PyTorch PR #161257 [ARM]).
 CHIP_RULES: tuple[ChipRule, ...] = (
     ChipRule(r"GF1\d\d", "Fermi", "2.0", "390"),
     ChipRule(r"GK10[4-7]", "Kepler", "3.0", "470"),
@@ -54,7 +56,7 @@ CHIP_RULES: tuple[ChipRule, ...] = (
     ChipRule(r"GB10[02]", "Blackwell", "10.0", None),
     ChipRule(r"GB110", "Blackwell Ultra", "10.3", None),
     ChipRule(r"GB10B", "Blackwell", "11.0", None),
-    ChipRule(r"GB10", "Blackwell", "12.1", None),
+    ChipRule(r"GB10|GB20B", "Blackwell", "12.1", None),
     ChipRule(r"GB20[2-7]", "Blackwell", "12.0", None),
 )
 

@@ -83,7 +83,7 @@ class Printer:
         self.out = out
         self.verbose = verbose
 
-    def show(self, event: ev.RunEvent, view: RunView) -> None:  # noqa: C901 - one branch per event kind
+    def show(self, event: ev.RunEvent, view: RunView | None = None) -> None:  # noqa: C901 - one branch per event kind
         write = self.out.write
         match event:
             case ev.StepStarted():
@@ -93,6 +93,8 @@ class Printer:
             case ev.ActionStarted():
                 write(f"    $ {event.command[:200]}\n")
             case ev.LogLines() if self.verbose:
+                if event.dropped:  # a flood: the step's log file has them
+                    write(f"      [… {event.dropped:,} lines not shown …]\n")
                 write("".join(f"      {line}\n" for line in event.lines))
             case ev.StepFinished():
                 write(f"    {'done' if event.ok else 'FAILED'}: {event.step}: {event.reason}\n")
@@ -112,10 +114,10 @@ class Printer:
                 pass
         self.out.flush()
 
-    def explain_failure(self, event: ev.StepFinished, view: RunView) -> None:
+    def explain_failure(self, event: ev.StepFinished, view: RunView | None) -> None:
         """The output's last lines, what they mean when the error is a known one, the full log."""
         write = self.out.write
-        tail = list(view.tail)[-15:]
+        tail = list(view.tail)[-15:] if view is not None else []
         if not self.verbose:
             write("".join(f"      | {line}\n" for line in tail))
         if (hint := known_error(tail)) is not None:
@@ -223,11 +225,11 @@ class Script:
             f"Another gpuwizard drives the setup of {self.name}: {stage.holder.describe()}; following it.\n"
         )
         events = self.driver.events()
-        view = self.follow(events, self.catch_up(events, echo=True))
-        ending = view.ending
-        if isinstance(ending, RebootAsked):
+        self.follow(events, self.catch_up(events, echo=True), watching=True)
+        journal = self.driver.disk().journal  # how it stands now, whoever made it so
+        if journal is not None and journal.reboot is not None:
             return EXIT_REBOOT
-        return EXIT_DONE if isinstance(ending, Finished) and ending.ok else EXIT_FAILED
+        return EXIT_DONE if journal is not None and journal.finished else EXIT_FAILED
 
     def dry_run_of_unfinished(self, stage: flow.Installing) -> int:
         self.out.write(f"An unfinished setup waits on {self.name}; its plan:\n")
@@ -243,12 +245,12 @@ class Script:
                 self.printer.show(envelope.event, view)
         return view
 
-    def follow(self, events: RunEvents, view: RunView) -> RunView:
-        """Print the run's events until the runner is gone and nothing more is written."""
+    def follow(self, events: RunEvents, view: RunView, watching: bool = False) -> RunView:
+        """Print the run's events until the runner is gone and nothing more is written
+        (``watching``: and the front end that drives it is gone too)."""
         while True:
-            alive = (
-                self.driver.running()
-            )  # asked before reading: nothing written before it ended is missed
+            # Asked before reading: nothing written before it ended is missed.
+            alive = self.driver.running() or (watching and self.driver.driven_elsewhere())
             batch = events.poll()
             for envelope in batch:
                 view = fold(view, envelope)

@@ -22,6 +22,7 @@ else:  # pragma: no cover - Python 3.10
     from typing_extensions import assert_never as assert_never
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.paths import DOWNLOADS_DIR
 
 SCHEMA = 1
 
@@ -160,3 +161,10 @@ def secrets_in(plan: Plan) -> tuple[SecretRef, ...]:
                     if isinstance(reply, SecretRef):
                         found.setdefault(reply.name, reply)
     return tuple(found.values())
+
+
+def uses_downloads(action: Action) -> bool:
+    """Whether an action reads or writes gpuwizard's download folder (which must stay root-only)."""
+    inside = DOWNLOADS_DIR + "/"
+    words = action.argv if isinstance(action, Run) else (action.path,)
+    return any(word == DOWNLOADS_DIR or word.startswith(inside) for word in words)

@@ -102,6 +102,7 @@ def selection_for(
             d.source,
             d.module_stream,
             d.signed_modules,
+            d.version_lock,
         ),
         torch=TorchChoice(t.version, t.variant, t.index_url, t.torchvision, t.torchaudio),
         env=EnvChoice(options.env_kind, env_path(options), version, source),

@@ -30,6 +30,8 @@ class DriverChoice:
     module_stream: str | None = None
     signed_modules: bool = False
     """Ubuntu's Canonical-signed prebuilt modules (Secure Boot without MOK enrollment)."""
+    version_lock: str | None = None
+    """RHEL 10 family: the dnf versionlock pattern that holds the branch (no module streams)."""
 
     @property
     def installs(self) -> bool:

@@ -1,15 +1,32 @@
-"""LogPane: a live command log that keeps up with a flood and stays responsive.
+"""LogPane: a live command log that stays responsive under any flood, and never holds more than it shows.
 
-Lines arrive in bursts; they are buffered and written to the Log widget in one batch on a
-timer (25 Hz), which Textual renders more than 40x faster than line by line (ARCHITECTURE U5).
-The pane keeps the last ``max_lines`` only; the full log stays on disk.
+It follows the running step's log file itself (``follow``), through ``LogTail``: each frame reads
+at most one window of new bytes, and on a reattach only the file's tail, so a 1 GB log costs what
+a screenful does. Lines reach the screen once per frame (``FRAME_HZ``), at most ``LINES_PER_FRAME``
+of them, through ``Backlog``: lines that arrive faster than anyone can read are left out, a
+marker stands where they were, and the border counts them all. The Log widget keeps the last
+``MAX_LINES``; the full log stays on disk. ``add`` takes lines from elsewhere (the wizard's own
+notes, or a run's events when no log file is known).
+Every line shown is cleaned by gpuwizard's one sanitiser (the file's lines in LogTail,
+others here).
 """
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from textual.widgets import Log
 
-FLUSH_HZ = 25
+from gpuwizard.runner.logtail import Backlog, Gap, LogTail, describe_gap
+from gpuwizard.safetext import clean
+
+FRAME_HZ = 25
+FLOOD_FRAME_S = 0.1
+"""While lines are being left out, a frame every 0.1 s: a flood scrolls by just as well, and
+each frame redraws the screen (a scroll lays it out again), which the keys would wait for."""
+LINES_PER_FRAME = 200
+"""5,000 lines/s at 25 Hz: far more than anyone reads, far less than a flood."""
 MAX_LINES = 5000
 
 
@@ -22,27 +39,59 @@ class LogPane(Log):
     }
     """
 
-    def __init__(self, max_lines: int = MAX_LINES, **kwargs: object) -> None:
+    def __init__(
+        self, max_lines: int = MAX_LINES, lines_per_frame: int = LINES_PER_FRAME, **kwargs: object
+    ) -> None:
         super().__init__(max_lines=max_lines, auto_scroll=True, **kwargs)  # type: ignore[arg-type]
-        self.pending: list[str] = []
+        self.backlog = Backlog(lines_per_frame)
+        self.tail: LogTail | None = None
         self.received = 0
+        """Lines that reached the pane, shown or left out (for benchmarks and tests)."""
+        self.shown_at = 0.0
+        self.flood_frame_s = FLOOD_FRAME_S
+        self.flooding = False
+        """The last frame left lines out."""
 
     def on_mount(self) -> None:
-        self.set_interval(1 / FLUSH_HZ, self.flush)
-
-    def add(self, lines: tuple[str, ...] | list[str], dropped: int = 0) -> None:
-        if dropped:
-            self.pending.append(f"[… {dropped} more lines in the log file …]")
-        self.pending.extend(lines)
-        self.received += len(lines)
-        if len(self.pending) > self.max_lines_or_default:
-            del self.pending[: len(self.pending) - self.max_lines_or_default]
+        self.set_interval(1 / FRAME_HZ, self.show_frame)
 
     @property
-    def max_lines_or_default(self) -> int:
-        return self.max_lines or MAX_LINES
+    def following(self) -> Path | None:
+        """The log file followed, if any."""
+        return self.tail.path if self.tail is not None else None
 
-    def flush(self) -> None:
-        if self.pending:
-            batch, self.pending = self.pending, []
+    def follow(self, path: Path | str | None) -> None:
+        """Show this log file from its tail on; the same file again changes nothing."""
+        target = Path(path) if path is not None else None
+        if target == self.following:
+            return
+        self.take_from_file()  # the last of the previous file first, so nothing it ended with is lost
+        self.tail = LogTail(target) if target is not None else None
+
+    def add(self, lines: tuple[str, ...] | list[str], dropped: int = 0) -> None:
+        """Lines that do not come from the followed file; ``dropped`` were left out before them."""
+        self.received += len(lines) + dropped
+        self.backlog.add([clean(line) for line in lines], Gap(dropped, 0))
+
+    def show_frame(self) -> None:
+        """Read what the file gained, then write one frame's lines in one batch."""
+        now = time.monotonic()
+        if self.flooding and now - self.shown_at < self.flood_frame_s:
+            return
+        before = self.backlog.left_out
+        self.take_from_file()
+        batch = self.backlog.take()
+        if batch:
             self.write_lines(batch)
+            self.shown_at = now
+        left_out = self.backlog.left_out
+        self.flooding = left_out != before
+        if left_out:
+            where = f" · all in {self.following}" if self.following else ""
+            self.border_subtitle = f"{describe_gap(left_out)} not shown{where}"
+
+    def take_from_file(self) -> None:
+        if self.tail is not None:
+            update = self.tail.poll()
+            self.received += len(update.lines) + update.skipped_lines
+            self.backlog.add(update.lines, Gap(update.skipped_lines, update.skipped_bytes))

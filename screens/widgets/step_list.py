@@ -8,6 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.screens.plain import plain
+
 MARKS = {
     "pending": ("·", "dim"),
     "running": ("▶", "bold yellow"),
@@ -27,7 +29,7 @@ def row_text(title: str, state: str) -> Table:
     row = Table.grid(padding=(0, 1, 0, 0))
     row.add_column(width=1, no_wrap=True)
     row.add_column()
-    row.add_row(Text(mark, style=style), Text(title, style="" if state == "pending" else style))
+    row.add_row(Text(mark, style=style), plain(title, "" if state == "pending" else style))
     return row
 
 

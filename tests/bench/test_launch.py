@@ -56,11 +56,29 @@ def test_one_gpu_runs_every_mode_and_ddp_runs_the_best_amp_mode_with_all_reduce(
     )  # fmt: skip
 
 
-def test_one_gpu_or_the_cpu_has_no_ddp_phase() -> None:
+def test_one_gpu_has_no_ddp_phase() -> None:
     assert [p.name for p in phases(BenchSpec(python=("py",), gpus=1))] == ["one GPU"]
-    (cpu,) = phases(BenchSpec(python=("py",), gpus=0, modes=("fp32",), batch_size=8))
-    assert cpu.name == "CPU"
-    assert cpu.argv[-4:] == ("--batch-size", "8", "--device", "cpu")
+
+
+def test_the_cpu_runs_ddp_on_two_processes_with_the_threads_of_the_single_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    spec = BenchSpec(python=("py",), gpus=0, modes=("fp32", "amp-bf16"), batch_size=8)
+    single, ddp = phases(spec, cpus=8)
+    assert single.argv[-4:] == ("--batch-size", "8", "--device", "cpu")
+    assert ddp.argv == (
+        "py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(WORKER),
+        "--modes", "fp32", "--allreduce", "--allreduce-max-mib", "8", "--batch-size", "8",
+        "--device", "cpu",
+    )  # fmt: skip
+    assert single.env == ddp.env == (("OMP_NUM_THREADS", "4"),)
+    assert "check" in ddp.name and "gloo" in ddp.name
+
+
+def test_the_cpu_without_ddp_runs_one_process() -> None:
+    (cpu,) = phases(BenchSpec(python=("py",), gpus=0, modes=("fp32",), ddp=False))
+    assert cpu.name == "CPU" and cpu.env == ()
 
 
 def test_the_stream_is_followed_kept_and_parsed(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip

@@ -126,10 +126,10 @@ def test_a_malformed_facts_file_is_one_line(capsys, tmp_path, content):
     assert code == 2 and err.startswith("gpuwizard: --facts") and err.count("\n") == 1
 
 
-def test_capture_host_refuses_a_non_empty_directory(capsys, tmp_path):
+def test_capture_host_refuses_a_folder_that_exists(capsys, tmp_path):
     (tmp_path / "x").write_text("")
     code, _, err = run(capsys, "--simulate", "t4-debian12-fresh", "capture-host", str(tmp_path))
-    assert code == 2 and "is not empty" in err
+    assert code == 2 and "exists; give a new folder" in err
 
 
 def test_capture_host_writes_a_recording(capsys, tmp_path):

@@ -27,11 +27,11 @@ def test_a_named_profile_is_what_every_command_sees() -> None:
     assert "recorded-hosts" in str(cli.host_for(args(simulate=PROFILE)).root)
     assert cli.backend_for(args(simulate=PROFILE)).name == f"simulated {PROFILE}"
     assert cli.machine_for(args(simulate=PROFILE)).simulated
-    assert cli.tui_backend(args(simulate=PROFILE)).simulated
+    assert cli.tui_backend(args(simulate=PROFILE))().simulated
 
 
 def test_without_a_gpu_the_wizard_simulates_the_default_server_and_says_so(capsys) -> None:
-    backend = cli.tui_backend(args(), has_gpu=lambda: False)
+    backend = cli.tui_backend(args(), has_gpu=lambda: False)()
     assert backend.simulated
     assert backend.name == "simulated h100x8-ubuntu2204-fresh (no GPU here)"
     assert capsys.readouterr().out.startswith("No NVIDIA GPU here: simulating h100x8")

@@ -1,10 +1,12 @@
 """Running small rendered deploy.sh scripts for real, with fake tools, in a temporary root.
 
 ``Deploy(folder)`` lays out a GPUWIZARD_ROOT, a folder of fake tools first on PATH and a log;
-``run`` executes a script there. Planned commands reach the fakes through PATH, as on a server:
-GPUWIZARD_SHIM is a pass-through (``exec "$@"``), set only so the root check lets a non-root test
-run. Every fake appends its argv, its GW_TEST_* environment and the SHA-256 of its stdin (never
-stdin itself: a secret must reach no file) to the log; ``FAKE_EXIT_<tool>`` sets its exit status,
+``run`` executes the test build of a script there (the shipped script has no such hooks).
+Planned commands reach the fakes through PATH, as on a server: GPUWIZARD_SHIM is a pass-through
+(``exec "$@"``), set only so the root check lets a non-root test run. Every fake appends its
+argv, its GW_TEST_* environment, the names of any GPUWIZARD_SECRET_* variables it inherited and
+the SHA-256 of its stdin (never stdin itself: a secret must reach no file) to the log;
+``FAKE_EXIT_<tool>`` sets its exit status,
 ``FAKE_FAILS_<tool>=N`` makes its first N calls exit 100.
 The fake curl serves URLs from a map file.
 """
@@ -35,6 +37,7 @@ data = sys.stdin.buffer.read() if sys.stdin is not None else b""
 record = {
     "argv": [name, *args],
     "env": {k: v for k, v in os.environ.items() if k.startswith("GW_TEST_")},
+    "secret_env": sorted(k for k in os.environ if k.startswith("GPUWIZARD_SECRET_")),
     "stdin_sha256": hashlib.sha256(data).hexdigest() if data else None,
 }
 with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as log:
@@ -114,7 +117,7 @@ class Deploy:
         self.served.write_text(json.dumps(served))
 
     def write_script(self, source: ExportSource) -> Path:
-        self.script.write_text(render_bash(source), encoding="utf-8")
+        self.script.write_text(render_bash(source, test_build=True), encoding="utf-8")
         return self.script
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:

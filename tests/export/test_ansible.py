@@ -153,19 +153,26 @@ def test_pins_are_the_plans() -> None:
     tasks = tasks_of(render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]()))
     pip = [t["ansible.builtin.pip"] for t in tasks if module_of(t) == "ansible.builtin.pip"]
     assert pip == [
+        {  # pip itself, to the version pins.yaml gives for the environment's Python
+            "name": ["pip==26.3"],
+            "state": "present",
+            "virtualenv": "/opt/gpuwizard/envs/pytorch",
+        },
         {
             "name": ["torch==2.14.1", "torchvision==0.29.1"],
             "state": "present",
             "virtualenv": "/opt/gpuwizard/envs/pytorch",
             "extra_args": "--index-url https://download.pytorch.org/whl/cu126",
-        }
+        },
     ]
     apt = [
         t
         for t in tasks
         if module_of(t) == "ansible.builtin.apt" and "name" in t["ansible.builtin.apt"]
     ]
-    driver = next(t for t in apt if "nvidia-driver-550-server" in t["ansible.builtin.apt"]["name"])
+    driver = next(
+        t for t in apt if "nvidia-driver-570-server-open" in t["ansible.builtin.apt"]["name"]
+    )
     assert driver["ansible.builtin.apt"]["dpkg_options"] == "force-confdef,force-confold"
     assert driver["environment"]["DEBIAN_FRONTEND"] == "noninteractive"
     holds = [
@@ -173,7 +180,10 @@ def test_pins_are_the_plans() -> None:
         for t in tasks
         if module_of(t) == "ansible.builtin.dpkg_selections"
     ]
-    assert {h["name"] for h in holds} == {"nvidia-driver-550-server", "nvidia-utils-550-server"}
+    assert {h["name"] for h in holds} == {
+        "nvidia-driver-570-server-open",
+        "nvidia-utils-570-server",
+    }
     uv = next(
         t["ansible.builtin.get_url"]
         for t in tasks
@@ -182,26 +192,45 @@ def test_pins_are_the_plans() -> None:
     assert uv["checksum"].startswith("sha256:d7f459fe")
 
 
-def test_keys_come_through_get_url_and_never_apt_key() -> None:
+def test_keys_come_through_get_url_and_the_pinned_fingerprint_never_apt_key() -> None:
     text = render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]())
     assert "apt-key" not in text
     tasks = tasks_of(text)
-    urls = [
-        t["ansible.builtin.get_url"]["url"]
+    get = next(
+        t["ansible.builtin.get_url"]
         for t in tasks
         if module_of(t) == "ansible.builtin.get_url"
-    ]
-    assert "https://nvidia.github.io/libnvidia-container/gpgkey" in urls
-    dearmor = next(
-        t
+        and t["ansible.builtin.get_url"]["url"]
+        == "https://nvidia.github.io/libnvidia-container/gpgkey"
+    )
+    assert get["dest"] == "/var/cache/gpuwizard/nvidia-container-toolkit-keyring.gpg.download"
+    check = next(
+        t["ansible.builtin.command"]
         for t in tasks
         if module_of(t) == "ansible.builtin.command"
-        and "--dearmor" in t["ansible.builtin.command"]["argv"]
+        and "C95B321B61E88C1809C4F759DDCAE044F796ECB0" in t["ansible.builtin.command"]["argv"]
     )
-    assert (
-        dearmor["ansible.builtin.command"]["creates"]
-        == "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+    assert check["argv"][:2] == ["python3", "-c"] and "def checked_key" in check["argv"][2]
+    assert check["argv"][3:] == [
+        get["dest"],
+        "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
+        "--dearmor",
+    ]
+    assert check["creates"] == "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+    copied = [t["ansible.builtin.copy"] for t in tasks if module_of(t) == "ansible.builtin.copy"]
+    assert {
+        "src": get["dest"],
+        "dest": "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
+        "remote_src": True,
+        "mode": "0644",
+    } in copied
+    folder = next(
+        t["ansible.builtin.file"]
+        for t in tasks
+        if module_of(t) == "ansible.builtin.file"
+        and t["ansible.builtin.file"]["path"] == "/var/cache/gpuwizard"
     )
+    assert folder["mode"] == "0700", "the download folder is root's alone"
 
 
 def test_nouveau_blacklist_is_a_copy_and_reboots_are_the_reboot_module() -> None:
@@ -216,10 +245,17 @@ def test_rocky_uses_dnf_and_repo_files() -> None:
     tasks = tasks_of(render_ansible(source_for("l40sx4-rocky9-fresh")))
     dnf = [t["ansible.builtin.dnf"]["name"] for t in tasks if module_of(t) == "ansible.builtin.dnf"]
     assert ["nvidia-open"] in dnf and ["python3.12"] in dnf
-    repo = next(
+    key = next(
         t["ansible.builtin.get_url"] for t in tasks if module_of(t) == "ansible.builtin.get_url"
     )
-    assert repo["dest"] == "/etc/yum.repos.d/cuda-rhel9.repo"
+    assert key["url"].endswith("/rhel9/x86_64/D42D0685.pub")
+    repo = next(
+        t["ansible.builtin.copy"]
+        for t in tasks
+        if module_of(t) == "ansible.builtin.copy"
+        and t["ansible.builtin.copy"]["dest"] == "/etc/yum.repos.d/cuda-rhel9-x86_64.repo"
+    )
+    assert "gpgcheck=1\ngpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-cuda\n" in repo["content"]
 
 
 # -------------------------------------------------------------------------- secrets

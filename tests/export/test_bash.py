@@ -8,12 +8,12 @@ Regenerate the golden files on purpose, after reviewing the change, with
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import hashlib
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,10 +24,9 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.export.bash import render_bash
-from gpuwizard.export.bash_words import ROOT
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.plan import Run, SecretRef, StepPlan, Target, WriteFile
-from gpuwizard.runner.fetch import dearmor
+from gpuwizard.runner.keycheck import checked_key, dearmor
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for
 from tests.export.deploy_harness import Deploy, source_with
 
@@ -87,7 +86,7 @@ def test_deploy_sh_runs_every_planned_host_command_in_plan_order(name):
             continue
         for action in planned.actions:
             words = (
-                [ROOT + shlex.quote(action.path)]
+                [shlex.quote(action.path)]
                 if isinstance(action, WriteFile)
                 else [shlex.quote(f"{k}={v}") for k, v in action.env.items()]
                 + [shlex.quote(word) for word in action.argv[1:]]
@@ -103,7 +102,10 @@ def test_deploy_sh_runs_every_planned_host_command_in_plan_order(name):
 def test_the_mok_password_is_asked_for_by_name_and_never_part_of_the_script():
     script = render_bash(mok_source())
     assert "#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password" in script
-    assert "gw_read_secret gw_secret_mok_password GPUWIZARD_SECRET_MOK_PASSWORD" in script
+    assert (
+        "gw_read_secret gw_secret_mok_password gw_env_mok_password GPUWIZARD_SECRET_MOK_PASSWORD"
+        in script
+    )
     assert (
         'gw_replies "$gw_secret_mok_password" "$gw_secret_mok_password" | gw_run --stdin' in script
     )
@@ -270,25 +272,33 @@ def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
     assert machine.path("/var/cache/a.deb").stat().st_mode & 0o777 == 0o644
 
 
-def test_a_digest_published_beside_the_file_is_checked(tmp_path):
+def test_a_download_without_a_pin_is_refused_and_an_unconfirmed_one_warns(tmp_path):
     machine = Deploy(tmp_path)
     machine.serve("https://example.com/i.sh", b"#!/bin/sh\n")
-    digest = hashlib.sha256(b"#!/bin/sh\n").hexdigest()
-    machine.serve("https://example.com/i.sh.sha256", f"{digest}  i.sh\n".encode())
+    machine.write_script(source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh")]))
+    refused = machine.run()
+    assert refused.code == 1
+    assert "gw_fetch: https://example.com/i.sh has no pin; refusing to use it" in refused.output
+    assert not machine.path("/tmp/i.sh").exists()
+
     machine.write_script(
-        source_with(
-            [
-                fetch_step(
-                    "https://example.com/i.sh",
-                    "/tmp/i.sh",
-                    "--sha256-url",
-                    "https://example.com/i.sh.sha256",
-                )
-            ]
-        )
+        source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh", "--unpinned")])
     )
-    assert machine.run().code == 0
+    warned = machine.run()
+    assert warned.code == 0, warned.output
+    assert "WARNING: https://example.com/i.sh has no pinned checksum" in warned.output
     assert machine.path("/tmp/i.sh").read_bytes() == b"#!/bin/sh\n"
+
+
+def test_curl_is_told_to_refuse_anything_but_https_even_on_a_redirect():
+    script = render_bash(source_with([fetch_step("https://example.com/a", "/a", "--unpinned")]))
+    assert (
+        "gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 \"$@\"; }"
+        in script
+    )
+    assert "\n  curl " not in script and "$(curl " not in script, (
+        "every download goes through gw_curl"
+    )
 
 
 def test_a_pinned_pypi_wheel_is_found_in_the_index_checked_and_its_member_extracted(tmp_path):
@@ -322,21 +332,41 @@ def test_a_pinned_pypi_wheel_is_found_in_the_index_checked_and_its_member_extrac
     assert machine.path("/opt/bin/uv").stat().st_mode & 0o777 == 0o755
 
 
-def test_an_armored_key_is_dearmored_as_gpuwizard_fetch_does(tmp_path):
+KEY = Path(__file__).parents[1] / "runner" / "keys" / "nvidia-docker-gpgkey.asc"
+NVIDIA_OPEN_SOURCE = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
+
+
+def test_a_key_is_checked_against_its_pinned_fingerprint_and_dearmored_as_the_runner_does(tmp_path):
     machine = Deploy(tmp_path)
-    key = bytes(range(256)) * 3
-    body = base64.b64encode(key).decode()
-    armored = (
-        "-----BEGIN PGP PUBLIC KEY BLOCK-----\nComment: test\n\n"
-        + "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
-        + "\n=AbCd\n-----END PGP PUBLIC KEY BLOCK-----\n"
-    ).encode()
+    armored = KEY.read_bytes()
     machine.serve("https://example.com/gpgkey", armored)
     machine.write_script(
-        source_with([fetch_step("https://example.com/gpgkey", "/usr/share/k.gpg", "--dearmor")])
-    )
-    assert machine.run().code == 0
-    assert machine.path("/usr/share/k.gpg").read_bytes() == dearmor(armored) == key
+        source_with(
+            [fetch_step("https://example.com/gpgkey", "/usr/share/k.gpg", "--fingerprint", NVIDIA_OPEN_SOURCE, "--dearmor")]
+        )
+    )  # fmt: skip
+    result = machine.run()
+    assert result.code == 0, result.output
+    assert "(key fingerprint verified)" in result.output
+    assert machine.path("/usr/share/k.gpg").read_bytes() == checked_key(armored, NVIDIA_OPEN_SOURCE)
+
+
+@pytest.mark.parametrize("trouble", ["another fingerprint", "a second key appended"])
+def test_a_key_that_is_not_exactly_the_pinned_one_is_refused_and_removed(tmp_path, trouble):
+    machine = Deploy(tmp_path)
+    binary = dearmor(KEY.read_bytes())
+    served = binary + binary if trouble == "a second key appended" else binary
+    pinned = NVIDIA_OPEN_SOURCE if trouble == "a second key appended" else "A" * 40
+    machine.serve("https://example.com/gpgkey", served)
+    machine.write_script(
+        source_with(
+            [fetch_step("https://example.com/gpgkey", "/usr/share/keyrings/k.gpg", "--fingerprint", pinned, "--dearmor")]
+        )
+    )  # fmt: skip
+    result = machine.run()
+    assert result.code == 1
+    assert "is not the key gpuwizard pins; it was deleted and not used" in result.output
+    assert not list(machine.path("/usr/share/keyrings").iterdir())
 
 
 # ---------------------------------------------------------------------------------- secrets
@@ -361,6 +391,7 @@ def test_a_secret_from_the_environment_reaches_the_tool_on_stdin_and_no_file(tmp
     leaks = [p for p in tmp_path.rglob("*") if p.is_file() and b"c4n4ry" in p.read_bytes()]
     assert leaks == []
     assert not list(tmp_path.rglob("pwned"))
+    assert [c["secret_env"] for c in machine.calls()] == [[]], "the secret left the environment"
 
 
 def test_without_the_variable_or_a_terminal_the_script_stops_before_changing_anything(tmp_path):
@@ -422,7 +453,21 @@ def test_help_unknown_options_and_a_second_run_at_the_same_time(tmp_path):
     assert machine.calls() == []
 
 
-def test_it_refuses_to_run_as_anyone_but_root(tmp_path):
+@pytest.mark.parametrize("name", CASES)
+def test_the_shipped_script_has_no_test_hooks(name):
+    script = render_bash(CASES[name])
+    named = set(re.findall(r"GPUWIZARD_[A-Z_]+", script))
+    assert named <= {
+        "GPUWIZARD_REBOOT",
+        "GPUWIZARD_SECRET_MOK_PASSWORD",
+        "GPUWIZARD_EOF",
+        "GPUWIZARD_UNIT",
+    }, named
+    assert "GPUWIZARD_SHIM" in render_bash(CASES[name], test_build=True)
+
+
+def test_it_refuses_to_run_as_anyone_but_root_whatever_the_environment_says(tmp_path):
+    """GPUWIZARD_SHIM once waived the root check: under ``sudo -E`` a way in. Not any more."""
     script = render_bash(source_with([step("one", tool("1"))]))
     drop = (
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
@@ -435,7 +480,11 @@ def test_it_refuses_to_run_as_anyone_but_root(tmp_path):
         capture_output=True,
         text=True,
         cwd="/",
-        env={"PATH": "/usr/bin:/bin", "GPUWIZARD_ROOT": str(tmp_path)},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "GPUWIZARD_ROOT": str(tmp_path),
+            "GPUWIZARD_SHIM": "/bin/true",
+        },
         check=False,
     )
     assert done.returncode == 1

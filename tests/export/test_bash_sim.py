@@ -28,7 +28,7 @@ from gpuwizard.setup.request import SetupRequest
 from gpuwizard.sim.effects import installed_torch
 from gpuwizard.sim.pathshims import ScriptRun, make_pathshims, run_script, run_until_done
 from gpuwizard.sim.sandbox import Sandbox
-from gpuwizard.sim.script_tools import is_member_extraction
+from gpuwizard.sim.script_tools import is_helper
 from tests.export.conftest import source_for
 from tests.sim.conftest import A100, H100, T4_DEBIAN, SimHost
 
@@ -76,7 +76,7 @@ def script_install(
     host: SimHost, source: ExportSource, folder: Path, **env: str
 ) -> list[ScriptRun]:
     script = folder / "deploy.sh"
-    script.write_text(render_bash(source), encoding="utf-8")
+    script.write_text(render_bash(source, test_build=True), encoding="utf-8")
     return run_until_done(script, host.sandbox, make_pathshims(folder / "bin"), env=env)
 
 
@@ -117,14 +117,14 @@ def planned_calls(host: SimHost) -> list[tuple[tuple[str, ...], dict[str, str]]]
     """The stand-in calls the plan's own commands made, in order, with their logged environment.
 
     The wizard downloads with gpuwizard-fetch; deploy.sh with curl and sha256sum (and python3 for
-    a wheel's member): those are compared through the files they leave, not here.
+    a wheel's member or a key's check): those are compared through the files they leave, not here.
     """
     return [
         (call.key, dict(call.env))
         for call in host.calls()
         if call.tool != "gpuwizard-fetch"
         and call.tool not in HELPERS
-        and not (call.tool == "python3" and is_member_extraction(list(call.argv[1:])))
+        and not (call.tool == "python3" and is_helper(list(call.argv[1:])))
     ]
 
 

@@ -17,11 +17,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from gpuwizard import pins
 from gpuwizard.export.docker_host import render_docker_host_notes
 from gpuwizard.export.dockerfile import PYTHON_LINK, render_dockerfile, run_command
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import shell_word
 from gpuwizard.facts import NvmlOk
+from gpuwizard.pins import load_pins
 from gpuwizard.plan import Run, StepPlan, Target, WriteFile
 from gpuwizard.planner import Options
 from gpuwizard.recommend.table import load_table
@@ -98,8 +100,8 @@ def test_every_golden_dockerfile_passes_hadolint(tmp_path: Path) -> None:
     [
         pytest.param(
             "a100x4-ubuntu2004-fresh",
-            "nvidia/cuda:12.4.1-base-ubuntu20.04",
-            id="R550 caps cu126 at 12.4",
+            "nvidia/cuda:12.6.3-base-ubuntu20.04",
+            id="R570 (CUDA 12.8) does not cap cu126",
         ),
         pytest.param(
             "h100x8-ubuntu2204-fresh",
@@ -155,7 +157,31 @@ def test_base_image_cuda_never_exceeds_what_the_driver_supports(case: str) -> No
 def test_an_unseen_tag_is_marked_unconfirmed() -> None:
     text = render_dockerfile(source_for("l40sx4-rocky9-fresh"))
     assert "UNCONFIRMED: the tag nvidia/cuda:13.0.2-base-rockylinux9" in text
-    assert "UNCONFIRMED" not in render_dockerfile(source_for("h100x8-ubuntu2204-fresh"))
+    assert "UNCONFIRMED: the tag" not in render_dockerfile(source_for("h100x8-ubuntu2204-fresh"))
+
+
+def test_a_base_image_without_a_pinned_digest_says_so_and_one_with_a_digest_is_pinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = source_for("a100x4-ubuntu2004-fresh")  # standalone Python: the uv image too
+    text = render_dockerfile(source)
+    header = " ".join(line.removeprefix("# ") for line in text.split("\nFROM ")[0].splitlines())
+    assert (
+        "UNCONFIRMED digest: nvidia/cuda:12.6.3-base-ubuntu20.04, ghcr.io/astral-sh/uv:0.13.9 are pinned by tag only"
+        in header
+    )
+    assert "\nFROM nvidia/cuda:12.6.3-base-ubuntu20.04\n" in text
+
+    digest = "sha256:" + "ab" * 32
+    with_digest = dataclasses.replace(
+        load_pins(), image_digests={"nvidia/cuda:12.6.3-base-ubuntu20.04": digest}
+    )
+    monkeypatch.setattr(pins, "load_pins", lambda: with_digest)
+    pinned = render_dockerfile(source)
+    assert f"\nFROM nvidia/cuda:12.6.3-base-ubuntu20.04@{digest}\n" in pinned
+    assert "UNCONFIRMED digest: ghcr.io/astral-sh/uv:0.13.9 is pinned by tag only" in " ".join(
+        line.removeprefix("# ") for line in pinned.splitlines()
+    )
 
 
 # -------------------------------------------------------------------------- content
@@ -166,7 +192,7 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
     text = render_dockerfile(source)
     runs = "\n".join(i for i in instructions(text) if i.startswith("RUN "))
     for host_only in (
-        "nvidia-driver-550-server",
+        "nvidia-driver-570-server-open",
         "update-initramfs",
         "apt-mark",
         "docker.io",
@@ -185,13 +211,37 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
 
 
 def test_torch_comes_pinned_from_the_plans_index_without_a_pip_cache() -> None:
-    source = source_for("h100x8-ubuntu2204-fresh")
+    source = source_for("a100x4-ubuntu2004-fresh")  # cu126: PyTorch's own index, by version
     runs = [i for i in instructions(render_dockerfile(source)) if "torch==" in i]
     assert len(runs) == 1
     assert (
         "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url "
-        "https://download.pytorch.org/whl/cu130 torch==2.14.1 torchvision==0.29.1"
+        "https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1"
     ) in runs[0]
+    assert "pip install --no-cache-dir --quiet pip==26.3" in runs[0]
+
+
+def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_pinned_hashes() -> (
+    None
+):
+    source = source_for("h100x8-ubuntu2204-fresh")  # cu130, PyPI's default build of 2.14.1
+    (run,) = [i for i in instructions(render_dockerfile(source)) if "--require-hashes" in i]
+    wheels = "/var/cache/gpuwizard/torch-2.14.1-cu130"
+    hashes = f"{wheels}.hashes.txt"
+    assert f"> {hashes}" in run
+    assert (
+        "/opt/gpuwizard/envs/pytorch/bin/python -m pip download --quiet --no-deps --only-binary=:all: "
+        f"--require-hashes --index-url https://pypi.org/simple --dest {wheels} -r {hashes}"
+    ) in run
+    assert (
+        "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url https://pypi.org/simple "
+        f"{wheels}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl "
+        f"{wheels}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl"
+    ) in run
+    assert run.rstrip().endswith("&& rm -rf /var/cache/gpuwizard"), (
+        "the wheels are not kept in the layer"
+    )
+    assert "--hash=sha256:1fee6b20869a90ccec05e35559a706338ac8aab40a9c4fb58f16667e93af36ae" in run
 
 
 @pytest.mark.parametrize(
@@ -226,7 +276,7 @@ def test_a_torch_already_installed_on_the_host_is_still_installed_in_the_image()
     )
     plan = dataclasses.replace(source.plan, steps=steps)
     text = render_dockerfile(dataclasses.replace(source, plan=plan))
-    assert "torch==2.14.1 torchvision==0.29.1" in text
+    assert "/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl" in text
 
 
 def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start() -> None:
@@ -241,7 +291,7 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start()
 
 def test_host_notes_say_what_the_host_needs() -> None:
     with_docker = render_docker_host_notes(case_source(ALL_OPTIONS_CASE))
-    assert "R550 (550.144.03" in with_docker and "the plan installs it" in with_docker
+    assert "R570 (570.133.20" in with_docker and "the plan installs it" in with_docker
     assert "the plan sets them up" in with_docker
     assert "docker build -t gpuwizard-pytorch:2.14.1-cu126 ." in with_docker
     assert "docker run --gpus all --rm gpuwizard-pytorch:2.14.1-cu126" in with_docker

@@ -1,11 +1,13 @@
-"""Benchmark: the pexpect driver under an output flood (T28), against `cat` of the same bytes.
+"""Benchmark: the pexpect driver under an output flood (T28), against a bare pexpect read loop
+and `cat` of the same bytes.
 
 Run: python tests/perf/bench_pty.py [--mb 200] [--long-mb 5]
 A fake program writes MB megabytes of 100-byte lines as fast as it can, then one LONG_MB line
 without a newline. Prints (a) throughput into the log file (target >= 15 MB/s), (b) the peak RSS
 of a process that only runs the driver (target < 200 MB), (c) how long `cat` of the same bytes
-to /dev/null takes, and the driver running that `cat` through its pty. Asserts nothing: shared
-machines are noisy.
+to /dev/null takes, and the driver running that `cat` through its pty, (d) the driver against a
+bare pexpect loop (``read_nonblocking(65536)`` into a file, nothing else) on the same flood, in
+alternating runs (goal: >= 0.75x). Asserts nothing: shared machines are noisy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +28,17 @@ from gpuwizard.runner.pty import run_command
 TALKER = Path(__file__).parents[1] / "fakes" / "talker.py"
 TARGET_MB_S = 15
 TARGET_RSS_MB = 200
+GOAL_VERSUS_BARE = 0.75
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
+
+
+def peak_rss_kib() -> int:
+    """VmHWM: ru_maxrss would include the parent's peak, carried across fork and exec."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
 
 def drive(log_path: str, argv: list[str]) -> None:
@@ -36,7 +49,7 @@ def drive(log_path: str, argv: list[str]) -> None:
         counts["lines"] += len(lines)
         counts["calls"] += 1
 
-    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before_kib = peak_rss_kib()
     with Path(log_path).open("wb") as log:
         started = time.perf_counter()
         result = run_command(
@@ -48,15 +61,56 @@ def drive(log_path: str, argv: list[str]) -> None:
         "bytes_out": result.bytes_out,
         "status": result.describe(),
         "rss_before_kib": rss_before_kib,
-        "rss_peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "rss_peak_kib": peak_rss_kib(),
         **counts,
     }
     print(json.dumps(report))
 
 
-def measured(log_path: Path, argv: list[str]) -> dict[str, float | int | str]:
+def bare(log_path: str, argv: list[str]) -> None:
+    """The anchor: pexpect's own chunked read loop into a file, and nothing else."""
+    import pexpect
+
+    with Path(log_path).open("wb") as log:
+        started = time.perf_counter()
+        child = pexpect.spawn(
+            argv[0],
+            argv[1:],
+            env=ENV,
+            maxread=65536,
+            echo=False,
+            dimensions=(50, 200),
+            use_poll=True,
+        )
+        while True:
+            try:
+                log.write(child.read_nonblocking(65536, timeout=0.05))
+            except pexpect.TIMEOUT:
+                continue
+            except pexpect.EOF:
+                break
+        child.close()
+        elapsed = time.perf_counter() - started
+    print(json.dumps({"seconds": elapsed, "rss_peak_kib": peak_rss_kib()}))
+
+
+def versus_bare(megabytes: float = 100, runs: int = 3) -> tuple[list[float], list[float]]:
+    """MB/s into the log file: (ours, the bare loop), alternating runs on the same flood."""
+    flood = [sys.executable, str(TALKER), "flood", str(megabytes)]
+    ours, plain = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-pty-") as tmp:
+        for _ in range(runs):
+            for mode, into in (("--drive", ours), ("--bare", plain)):
+                report = measured(Path(tmp, "flood.log"), flood, mode)
+                into.append(int(report["log_bytes"]) / 1e6 / float(report["seconds"]))
+    return ours, plain
+
+
+def measured(
+    log_path: Path, argv: list[str], mode: str = "--drive"
+) -> dict[str, float | int | str]:
     out = subprocess.run(
-        [sys.executable, __file__, "--drive", str(log_path), "--", *argv],
+        [sys.executable, __file__, mode, str(log_path), "--", *argv],
         capture_output=True,
         text=True,
         check=True,
@@ -94,10 +148,14 @@ def main() -> int:
     parser.add_argument("--mb", type=float, default=200)
     parser.add_argument("--long-mb", type=float, default=5)
     parser.add_argument("--drive", metavar="LOG", help=argparse.SUPPRESS)
+    parser.add_argument("--bare", metavar="LOG", help=argparse.SUPPRESS)
     parser.add_argument("argv", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.drive:
         drive(args.drive, args.argv)
+        return 0
+    if args.bare:
+        bare(args.bare, args.argv)
         return 0
     flood = [sys.executable, str(TALKER), "flood", str(args.mb), str(args.long_mb)]
     with tempfile.TemporaryDirectory(prefix="bench-pty-") as tmp:
@@ -119,6 +177,12 @@ def main() -> int:
             "driver <- cat of the same bytes through the pty",
             measured(work / "cat.log", ["cat", str(data)]),
         )
+    ours, plain = versus_bare(args.mb)
+    print(
+        f"(d) driver {statistics.median(ours):.1f} MB/s, bare pexpect loop "
+        f"{statistics.median(plain):.1f} MB/s: {statistics.median(ours) / statistics.median(plain):.2f}x "
+        f"(goal >= {GOAL_VERSUS_BARE}x)"
+    )
     return 0
 
 

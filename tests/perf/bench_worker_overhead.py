@@ -56,7 +56,7 @@ print(statistics.median(rates), max(rates))
 """
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--python", default=sys.executable, help="a Python with torch")
     parser.add_argument("--runs", type=int, default=3, help="runs of each, alternating")
@@ -67,7 +67,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 @dataclass(frozen=True)
@@ -101,17 +101,24 @@ def run_bare_loop(args: argparse.Namespace, env: dict[str, str]) -> Figures:
     return Figures(median, best)
 
 
-def main() -> None:
-    args = parse_args()
+def measure(args: argparse.Namespace, show: bool = False) -> tuple[list[Figures], list[Figures]]:
+    """Alternating runs of the worker and the bare loop: (worker, bare) figures per run."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     worker: list[Figures] = []
     bare: list[Figures] = []
     for run in range(1, args.runs + 1):
         worker.append(run_worker(args, env))
         bare.append(run_bare_loop(args, env))
-        print(
-            f"run {run}: worker {worker[-1].median:8.1f} img/s   bare loop {bare[-1].median:8.1f} img/s"
-        )
+        if show:
+            print(
+                f"run {run}: worker {worker[-1].median:8.1f} img/s   bare loop {bare[-1].median:8.1f} img/s"
+            )
+    return worker, bare
+
+
+def main() -> None:
+    args = parse_args()
+    worker, bare = measure(args, show=True)
     print(
         f"{args.model} {args.image_size}px batch {args.batch_size} fp32 on {args.device}, "
         f"{args.threads} threads, warmup {args.warmup}, {args.steps} steps, {args.runs} runs each"

@@ -39,7 +39,7 @@ def test_reset_without_a_simulated_host_is_refused() -> None:
 
 @needs_root
 def test_the_wizard_drives_this_machine_when_it_has_a_gpu_and_runs_as_root() -> None:
-    backend = cli.tui_backend(args(), has_gpu=lambda: True)
+    backend = cli.tui_backend(args(), has_gpu=lambda: True)()
     assert backend.name == "this machine" and not backend.simulated
 
 

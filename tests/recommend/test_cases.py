@@ -22,7 +22,8 @@ class Host:
     driver: str | None = None
     flavor: str | None = None
     python: str | None = None
-    arch: str = "x86_64"
+    arch: str | None = None
+    """None: as on the command line, aarch64 for Grace superchips, else x86_64."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,20 @@ CASES = [
     pytest.param(
         Host(("RTX 5090",), "ubuntu:20.04"),
         Choices(),
-        Want(status="unsupported", refusal="too old for GeForce RTX 5090"),
-        id="Blackwell on Ubuntu 20.04: its newest driver R550 is too old",
+        Want(
+            status="ok_after_changes",
+            branch="570",
+            torch="2.11.0",
+            variant="cu128",
+            python="install",
+        ),
+        id="Blackwell on Ubuntu 20.04: its archive's R570 and torch 2.11's cu128 (the last 12.x with sm_120)",
+    ),
+    pytest.param(
+        Host(("B300",), "ubuntu:20.04"),
+        Choices(),
+        Want(status="unsupported", refusal="no driver that gpuwizard can install on Ubuntu 20.04"),
+        id="B300 on Ubuntu 20.04: no driver in its archive is new enough (the real cause)",
     ),
     pytest.param(
         Host(("RTX 5090", "V100")),
@@ -266,11 +279,11 @@ CASES = [
         Choices(),
         Want(
             status="ok_after_changes",
-            branch="550",
+            branch="570",
             variant="cu126",
             reasons=("left standard support",),
         ),
-        id="Ubuntu 20.04 end of life: EOL R550 and cu126",
+        id="Ubuntu 20.04 end of life: its newest archive driver R570 and cu126",
     ),
     pytest.param(
         Host(("A100",), "ubuntu:20.04"),
@@ -335,15 +348,155 @@ CASES = [
     ),
     pytest.param(
         Host(("A100",), arch="aarch64"),
-        Choices(torch="2.11.0"),
-        Want(status="unsupported", refusal="no cu"),
-        id="no aarch64 CUDA builds in the table before torch 2.12",
+        Choices(torch="2.5.1"),
+        Want(status="unsupported", refusal="torch 2.5.1 has no CUDA build for aarch64"),
+        id="no aarch64 CUDA builds in the table before torch 2.6",
     ),
+    pytest.param(
+        Host(("A100",), arch="aarch64"),
+        Choices(torch="2.11.0"),
+        Want(torch="2.11.0", variant="cu130"),
+        id="torch 2.11 is PyPI's first CUDA wheel for aarch64 (cu130)",
+    ),
+    # --- Grace (aarch64): GH200, GB200, GB10; the architecture follows from the superchip
+    pytest.param(
+        Host(("GH200 144G",), "ubuntu:24.04"),
+        Choices(),
+        Want(flavor="open", torch="2.14.1", variant="cu130", python="use_system"),
+        id="GH200 without --arch is an aarch64 host",
+    ),
+    pytest.param(
+        Host(("HGX GB200",), "ubuntu:24.04"),
+        Choices(),
+        Want(branch="580", flavor="open", variant="cu130"),
+        id="GB200 (sm_100) on aarch64",
+    ),
+    pytest.param(
+        Host(("GB10",), "ubuntu:24.04"),
+        Choices(),
+        Want(branch="580", flavor="open", variant="cu130"),
+        id="GB10 / DGX Spark (sm_121) runs the sm_120 cubins of cu130",
+    ),
+    pytest.param(
+        Host(("GH200 144G",), "ubuntu:22.04"),
+        Choices(torch="2.6.0"),
+        Want(torch="2.6.0", variant="cu126"),
+        id="GH200 with torch 2.6: its aarch64 cu126 build (sm_90)",
+    ),
+    pytest.param(
+        Host(("HGX GB200",), "ubuntu:24.04"),
+        Choices(torch="2.6.0"),
+        Want(status="unsupported", refusal="no aarch64 CUDA build of torch 2.6.0 has kernels"),
+        id="GB200 with torch 2.6: the aarch64 build has no Blackwell kernels",
+    ),
+    pytest.param(
+        Host(("HGX GB200",), "ubuntu:24.04"),
+        Choices(torch="2.7.1"),
+        Want(torch="2.7.1", variant="cu128"),
+        id="GB200 with torch 2.7.1: aarch64 cu128",
+    ),
+    pytest.param(
+        Host(("GH200 144G",), "ubuntu:24.04"),
+        Choices(torch="2.15.0"),
+        Want(variant="cu132", branch="595", python="use_system"),
+        id="GH200 with torch 2.15: PyPI's aarch64 cu132",
+    ),
+    # --- the whole release history: .0 and middle patch releases, cu117, sm_37 in cu118
+    pytest.param(
+        Host(("A100",), "ubuntu:20.04", driver="470.256.02"),
+        Choices(torch="1.12.1"),
+        Want(action="keep", torch="1.12.1", variant="cu113"),
+        id="the guide's recipe: A100, driver 470, torch 1.12.1 (cu113 runs natively on 470)",
+    ),
+    pytest.param(
+        Host(("A100",), "ubuntu:20.04", driver="470.256.02"),
+        Choices(torch="1.12.1", variant="cu116"),
+        Want(action="keep", torch="1.12.1", variant="cu116"),
+        id="the guide's recipe as written: cu116 on 470 through CUDA 11 compatibility",
+    ),
+    pytest.param(
+        Host(("A100",)),
+        Choices(torch="1.12.1"),
+        Want(torch="1.12.1", variant="cu116", python="use_system"),
+        id="torch 1.12.1 on a fresh Ubuntu 22.04: cu116 (newest CUDA, native on R580), its Python 3.10",
+    ),
+    pytest.param(
+        Host(("H100",)),
+        Choices(torch="1.13.1"),
+        Want(
+            status="unsupported",
+            refusal="no x86_64 CUDA build of torch 1.13.1 has kernels for H100",
+        ),
+        id="torch 1.13 never had Hopper kernels",
+    ),
+    pytest.param(
+        Host(("A100",)),
+        Choices(torch="2.0.1", variant="cu117"),
+        Want(torch="2.0.1", variant="cu117"),
+        id="cu117 builds of torch 2.0",
+    ),
+    pytest.param(
+        Host(("Tesla K80",), driver="470.256.02"),
+        Choices(torch="2.0.1", variant="cu118", keep_driver=True),
+        Want(action="keep", variant="cu118"),
+        id="cu118 still ships sm_37 (K80 on its last driver, R470)",
+    ),
+    pytest.param(
+        Host(("A100",)), Choices(torch="2.1.1"), Want(torch="2.1.1"), id="a middle patch release"
+    ),
+    pytest.param(Host(("A100",)), Choices(torch="2.2.0"), Want(torch="2.2.0"), id="a .0 release"),
+    pytest.param(
+        Host(("A100",), python="3.13"),
+        Choices(torch="2.5.1"),
+        Want(python="use_system"),
+        id="torch 2.5 has Python 3.13 wheels on PyPI",
+    ),
+    # --- operating systems: Ubuntu 26.04, RHEL/Rocky/Alma 8 and 10, newer unknown releases
+    pytest.param(
+        Host(("A100",), "ubuntu:26.04"),
+        Choices(),
+        Want(branch="580", variant="cu130", python="use_system"),
+        id="Ubuntu 26.04 (Python 3.14)",
+    ),
+    pytest.param(
+        Host(("H100",), "ubuntu:26.04"),
+        Choices(torch="2.15.0"),
+        Want(branch="595", variant="cu132", packages=("nvidia-driver-595-server-open",)),
+        id="Ubuntu 26.04 with torch 2.15: R595 server packages",
+    ),
+    pytest.param(
+        Host(("L40S",), "rhel:8"),
+        Choices(),
+        Want(status="ok_after_changes", branch="580", python="install", packages=("nvidia-open",)),
+        id="RHEL 8: Python 3.6, dnf module stream",
+    ),
+    pytest.param(
+        Host(("L40S",), "rocky:8"), Choices(), Want(status="ok_after_changes"), id="Rocky 8"
+    ),
+    pytest.param(
+        Host(("L40S",), "almalinux:8"),
+        Choices(),
+        Want(status="ok_after_changes"),
+        id="AlmaLinux 8",
+    ),
+    pytest.param(
+        Host(("L40S",), "rhel:10"),
+        Choices(),
+        Want(branch="580", python="use_system", reasons=("dnf versionlock *nvidia*580*",)),
+        id="RHEL 10: no module streams, the branch is held by dnf versionlock",
+    ),
+    pytest.param(Host(("L40S",), "rocky:10"), Choices(), Want(branch="580"), id="Rocky 10"),
+    pytest.param(Host(("L40S",), "almalinux:10"), Choices(), Want(branch="580"), id="AlmaLinux 10"),
+    pytest.param(
+        Host(("A100",), "ubuntu:26.10"), Choices(), Want(branch="580"), id="Ubuntu 26.10 (newer)"
+    ),
+    pytest.param(Host(("T4",), "debian:14"), Choices(), Want(branch="580"), id="Debian 14 (newer)"),
+    pytest.param(Host(("T4",), "rocky:11"), Choices(), Want(branch="580"), id="Rocky 11 (newer)"),
     pytest.param(
         Host(("Tesla K80",)),
         Choices(),
-        Want(status="unsupported", refusal="no kernels"),
-        id="Kepler has no current wheel",
+        Want(status="unsupported", refusal="R470 is the last branch for Kepler"),
+        id="Kepler: no driver gpuwizard installs supports it (the real cause, not the wheel)",
     ),
     pytest.param(
         Host(("GTX 1080",)),
@@ -406,7 +559,8 @@ def test_at_least_forty_cases():
 @pytest.mark.parametrize(
     ("host", "choices", "message"),
     [
-        (Host(("H100",)), Choices(torch="1.12.1"), "--torch '1.12.1': unknown release"),
+        (Host(("H100",)), Choices(torch="1.11.0"), "--torch '1.11.0': unknown release"),
+        (Host(("GH200",), arch="x86_64"), Choices(), "--arch x86_64: GH200"),
         (Host(("H100",)), Choices(torch="2.99"), "unknown release"),
         (Host(("H100",)), Choices(torch="two"), "expected a version"),
         (Host(("H100",)), Choices(variant="cu999"), "no PyTorch release has that build"),

@@ -77,6 +77,15 @@ def test_unsupported_os_is_an_error(table):
     assert findings(facts, table)["os"].severity == "error"
 
 
+def test_a_newer_release_of_a_known_os_is_a_warning_with_the_best_guess(table):
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(
+        facts, os=dataclasses.replace(facts.os, version_id="14", version_codename="forky")
+    )
+    finding = findings(facts, table)["os"]
+    assert finding.severity == "warning" and "treated as Debian 13" in finding.reason
+
+
 def test_a_downtrained_pcie_link_is_reported(table):
     facts = facts_of("t4-debian12-fresh")
     gpu = facts.hardware.gpus[0]

@@ -21,8 +21,9 @@ def edited(change) -> str:
 
 
 def test_the_shipped_table_is_valid_and_dated(table):
-    assert table.reviewed == "2026-12-02"
+    assert table.reviewed == "2026-12-03"
     assert table.torch("2.14.1") is not None
+    assert "newest torch release whose whole set is confirmed" in table.latest_policy
 
 
 def test_every_row_cites_a_known_source(table):
@@ -38,7 +39,20 @@ def test_every_row_cites_a_known_source(table):
 
 def test_unconfirmed_facts_are_marked(table):
     release = table.torch("2.15.0")
-    assert release is not None and not release.confirmed and release.torchvision is None
+    assert release is not None and not release.confirmed and "UNCONFIRMED" in (release.note or "")
+    assert release.torchvision == "0.29.2"  # its Requires-Dist (torch>=2.14.0) admits 2.15.0
+
+
+def test_every_source_has_an_address_and_a_date(table):
+    for key, source in table.sources.items():
+        assert source.address.startswith("http"), key
+        assert "2026-12-02" <= source.checked <= table.reviewed, key
+
+
+def test_every_release_from_the_guides_1_12_1_to_2_15_0_is_known(table):
+    versions = {r.version for r in table.torch_releases}
+    assert {"1.12.1", "1.13.0", "2.0.0", "2.1.1", "2.2.1", "2.3.0", "2.15.0"} <= versions
+    assert len(versions) == 31
 
 
 def _first(key):
@@ -99,6 +113,56 @@ def _first(key):
         ),
         pytest.param(
             lambda d: d["drivers"][1].update(surprise=True), "unknown field", id="unknown field"
+        ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(checked="yesterday"),
+            "sources[PYPI]: checked: not a date",
+            id="undated source",
+        ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(checked="2027-01-01"),
+            "checked after the table was reviewed",
+            id="source from the future",
+        ),
+        pytest.param(
+            lambda d: d["sources"]["PYPI"].update(address=" "),
+            "needs an address",
+            id="source without an address",
+        ),
+        pytest.param(
+            lambda d: d["sources"].update(S99="a source without address or date"),
+            "sources.S99: expected a mapping",
+            id="a bare string source",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(variants=["cu130", "cu132"]),
+            "torch 2.14.1 is in its range but does not list cu126",
+            id="a build row claims a release that does not list it",
+        ),
+        pytest.param(
+            lambda d: d["torch_releases"][1].update(aarch64_default="cu128"),
+            "aarch64_default cu128 is not one of its aarch64 builds",
+            id="aarch64 default outside its builds",
+        ),
+        pytest.param(
+            lambda d: next(r for r in d["torch_releases"] if r["version"] == "2.5.1").update(
+                aarch64=["cu124"]
+            ),
+            "no wheel_builds row for cu124 on aarch64",
+            id="aarch64 build without a row",
+        ),
+        pytest.param(
+            lambda d: d.update(latest_policy=""), "say which release latest means", id="no policy"
+        ),
+        pytest.param(
+            lambda d: d["operating_systems"][0].update(driver_versions={"580": "580.178.04"}),
+            "R580 is not offered here",
+            id="an archive version for a branch not offered",
+        ),
+        pytest.param(
+            lambda d: d["operating_systems"][0].update(driver_versions={"570": "580.178.04"}),
+            "580.178.04 is not an R570 driver",
+            id="an archive version of another branch",
         ),
     ],
 )

@@ -371,8 +371,12 @@ def test_t28_an_output_flood_is_all_in_the_log_while_the_event_stream_stays_boun
 
     log = host.state_dir / "logs" / host.journal().run_id / "install-nvidia-driver.log"
     assert log.stat().st_size > 8 * 1024 * 1024
-    assert (host.state_dir / "events.jsonl").stat().st_size < log.stat().st_size / 3
-    assert sum(e.dropped for e in host.events_of(ev.LogLines)) > 10_000
+    events = (host.state_dir / "events.jsonl").stat().st_size
+    assert events < 1_000_000  # a reader's share (eventquota), whatever the flood
+    flood = [e for e in host.events_of(ev.LogLines) if e.step == "install-nvidia-driver"]
+    shown = sum(len(e.lines) for e in flood)
+    assert shown + sum(e.dropped for e in flood) >= 8 * 1024 * 1024 // 190  # every line counted
+    assert shown <= 5_000 + 20
 
 
 def test_t29_bad_bytes_escapes_and_progress_bars_are_cleaned_for_display_and_kept_raw_in_the_log(

@@ -59,3 +59,22 @@ def test_t25_a_mok_password_reaches_mokutil_intact_and_appears_in_no_file(sim, t
     assert b"input password again: " in log, "the log was kept, minus the secret"
     assert (MASK.encode() in log) == (echo == "on"), "an echo is masked, and only an echo"
     assert not list(tmp_path.rglob("pwned")), "no shell ever saw it"
+
+
+def test_the_simulation_keeps_no_hash_of_the_password_it_was_given(sim, tmp_path):
+    """MokManager's stand-in needs to know whether the console password will match, not the
+    password: nothing derived from it (its SHA-256 included) is written anywhere."""
+    host = sim(T4_DEBIAN)
+    host.enable_secure_boot()
+    assert host.plan().step("enroll-mok").actions
+
+    assert host.finish(answer=CANARY) == [SIGKILLED, EXIT_DONE]
+
+    assert host.state().mok == "enrolled"
+    digest = hashlib.sha256(CANARY.encode()).hexdigest().encode()
+    found = [
+        str(path.relative_to(tmp_path))
+        for path in tmp_path.rglob("*")
+        if path.is_file() and (MARKER in path.read_bytes() or digest in path.read_bytes())
+    ]
+    assert found == []

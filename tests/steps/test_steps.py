@@ -131,8 +131,29 @@ def test_rocky_uses_dracut_and_a_dnf_module_stream(table):
     plans = {s.id: s.plan(facts) for s in steps}
     assert plans["blacklist-nouveau"][1].argv[0] == "dracut"
     assert plans["install-nvidia-driver"][0].argv[-1] == "nvidia-driver:580-open"
-    assert plans["add-cuda-repo"][1].argv[-1].endswith("/rhel9/x86_64/cuda-rhel9.repo")
+    key, repo = plans["add-cuda-repo"]
+    assert isinstance(key, Run) and key.argv[1].endswith("/rhel9/x86_64/D42D0685.pub")
+    assert key.argv[3:5] == ("--fingerprint", "610C7B14E068A878070DA4E99CD0A493D42D0685")
+    assert isinstance(repo, WriteFile) and repo.path == "/etc/yum.repos.d/cuda-rhel9-x86_64.repo"
+    assert "gpgcheck=1\ngpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-cuda\n" in repo.content
     assert plans["install-python"][0].argv[-1] == "python3.12"
+
+
+@pytest.mark.parametrize("version", ["10.1", "11.0"])
+def test_rocky_10_holds_the_branch_with_dnf_versionlock_not_a_module_stream(table, version):
+    # RHEL 10 and its rebuilds have no dnf module streams (NVIDIA's guide, R620 edition); an
+    # unknown newer Rocky is treated as the newest known one
+    facts = facts_of("l40sx4-rocky9-fresh")
+    assert facts.os is not None
+    facts = dataclasses.replace(facts, os=dataclasses.replace(facts.os, version_id=version))
+    rec = recommend(table, target_from_facts(facts, table))
+    steps = build_steps(selection_for(facts, rec, Options(), table), facts)
+    plans = {s.id: s.plan(facts) for s in steps}
+    argvs = [a.argv for a in plans["install-nvidia-driver"] if isinstance(a, Run)]
+    assert argvs[0] == ("dnf", "versionlock", "add", "*nvidia*580*")
+    assert not any("module" in argv for argv in argvs)
+    repo_files = [a for a in plans["add-cuda-repo"] if isinstance(a, WriteFile)]
+    assert any("/compute/cuda/repos/rhel10/x86_64" in a.content for a in repo_files)
 
 
 def test_secure_boot_on_ubuntu_uses_signed_modules_without_mok(table):
@@ -178,13 +199,28 @@ def test_python_38_gets_a_standalone_python_from_a_pinned_uv(table):
 
 
 def test_torch_is_pinned_from_its_index(table):
-    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
-    _, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")  # cu126: PyTorch's own index
+    pip, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    assert pip.argv[-1] == "pip==26.3", "pip itself is pinned"
     assert install.argv[-4:] == (
         "--index-url",
-        "https://download.pytorch.org/whl/cu130",
+        "https://download.pytorch.org/whl/cu126",
         "torch==2.14.1",
         "torchvision==0.29.1",
+    )
+
+
+def test_pypis_default_torch_build_is_downloaded_against_pinned_hashes(table):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")  # cu130: PyPI's default build
+    _, hashes, download, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    folder = "/var/cache/gpuwizard/torch-2.14.1-cu130"
+    assert isinstance(hashes, WriteFile) and hashes.path == f"{folder}.hashes.txt"
+    assert "torch==2.14.1 \\\n    --hash=sha256:" in hashes.content
+    assert "--require-hashes" in download.argv and "--no-deps" in download.argv
+    assert download.argv[-4:] == ("--dest", folder, "-r", hashes.path)
+    assert install.argv[-2:] == (
+        f"{folder}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl",
+        f"{folder}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl",
     )
 
 

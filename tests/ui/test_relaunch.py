@@ -4,8 +4,6 @@ really is, never on a reboot that already happened."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from gpuwizard.screens.verify import VerifyView
 from gpuwizard.sim.backend import sim_backend
 from gpuwizard.sim.sandbox import place_for
 from tests.cli.helpers import gpuwizard
+from tests.ui.pilots import shows, until, view_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 PROFILE = "h100x8-ubuntu2204-fresh"
@@ -42,27 +41,6 @@ class ViewLog:
         view = getattr(message, "_sender", None)
         if type(message).__name__ == "Mount" and isinstance(view, StageView):
             self.shown.append(type(view))
-
-
-async def until(pilot: Pilot[object], condition: Callable[[], bool], timeout_s: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            shown = pilot.app.shell.view  # type: ignore[attr-defined]
-            raise AssertionError(f"timed out; {pilot.app.screen!r} shows {shown!r}")
-        await pilot.pause(0.05)
-
-
-def shows(pilot: Pilot[object], kind: type) -> Callable[[], bool]:
-    """The view of that kind is the stage on show, mounted and taking keys."""
-    return lambda: isinstance(view_of(pilot), kind) and view_of(pilot).is_mounted
-
-
-def view_of(pilot: Pilot[object]) -> StageView:
-    view = pilot.app.shell.view  # type: ignore[attr-defined]
-    assert view is not None
-    return view
 
 
 def journal(home: Path) -> Journal:

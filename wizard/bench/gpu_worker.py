@@ -569,6 +569,9 @@ def result_fields(
         "step_ms": statistics.median(s["step_ms"] for s in samples),
         "samples": len(samples),
         "memory_mib": max(max(s["memory_mib"]) for s in samples),
+        "per_rank": [
+            statistics.median(s["per_rank"][rank] for s in samples) for rank in range(world_size)
+        ],
     }
 
 

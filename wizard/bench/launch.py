@@ -40,6 +40,10 @@ NVML_EVERY_S = 1.0
 EXIT_UNUSABLE = 2
 """The worker's exit code for an environment that cannot run the benchmark at all."""
 AMP_PREFERENCE: tuple[Mode, ...] = ("amp-bf16", "amp-fp16")
+CPU_RANKS = 2
+CPU_DDP_PREFERENCE: tuple[Mode, ...] = ("fp32", "amp-bf16")
+"""The modes a CPU runs (the others are skipped there), fastest first."""
+CPU_ALLREDUCE_MIB = 8
 
 
 @dataclass(frozen=True)
@@ -64,24 +68,65 @@ class BenchSpec:
 class Phase:
     name: str
     argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment for this run on top of the job's."""
 
 
-def phases(spec: BenchSpec, worker: Path = WORKER) -> list[Phase]:
-    """The worker runs a spec needs, in order."""
+def phases(spec: BenchSpec, worker: Path = WORKER, cpus: int | None = None) -> list[Phase]:
+    """The worker runs a spec needs, in order.
+
+    With GPUs: every mode on one, then DDP on all of them when there are several. Without: the
+    CPU modes in one process, then DDP over ``CPU_RANKS`` processes on gloo, each with the same
+    threads as the single run, so that the real multi-process path (process group, gradient
+    all-reduce, both ranks' timings) runs here too and its scaling compares like with like.
+    """
     common = [*(("--batch-size", str(spec.batch_size)) if spec.batch_size else ())]
     common += ["--compile"] if spec.compile else []
     common += ["--device", "cuda" if spec.gpus else "cpu", *spec.extra]
     single = [*spec.python, str(worker), "--modes", ",".join(spec.modes), *common]
     if spec.dataload_dir:
         single += ["--dataload", spec.dataload_dir]
-    runs = [Phase("one GPU" if spec.gpus else "CPU", tuple(single))]
-    amp = next((m for m in AMP_PREFERENCE if m in spec.modes), spec.modes[0])
+    if not spec.gpus:
+        return cpu_phases(spec, worker, tuple(single), common, cpus)
+    runs = [Phase("one GPU", tuple(single))]
     if spec.ddp and spec.gpus > 1:
-        launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={spec.gpus}"]
-        allreduce = ["--allreduce", "--allreduce-max-mib", str(spec.allreduce_max_mib)]
-        ddp = [*spec.python, *launcher, str(worker), "--modes", amp, *allreduce, *common]
-        runs.append(Phase(f"DDP on {spec.gpus} GPUs", tuple(ddp)))
+        amp = next((m for m in AMP_PREFERENCE if m in spec.modes), spec.modes[0])
+        ddp = ddp_argv(spec, worker, spec.gpus, amp, common)
+        runs.append(Phase(f"DDP on {spec.gpus} GPUs", ddp))
     return runs
+
+
+def cpu_phases(
+    spec: BenchSpec, worker: Path, single: tuple[str, ...], common: list[str], cpus: int | None
+) -> list[Phase]:
+    if not spec.ddp:
+        return [Phase("CPU", single)]
+    threads = os.environ.get("OMP_NUM_THREADS") or str(
+        max(1, (cpus or os.cpu_count() or 1) // CPU_RANKS)
+    )
+    env = (("OMP_NUM_THREADS", threads),)
+    mode = next((m for m in CPU_DDP_PREFERENCE if m in spec.modes), spec.modes[0])
+    ddp = ddp_argv(spec, worker, CPU_RANKS, mode, common, allreduce_mib=CPU_ALLREDUCE_MIB)
+    return [
+        Phase(f"CPU, {threads} thread(s)", single, env),
+        Phase(
+            f"DDP on {CPU_RANKS} CPU processes (gloo), a check of the multi-process path", ddp, env
+        ),
+    ]
+
+
+def ddp_argv(
+    spec: BenchSpec,
+    worker: Path,
+    ranks: int,
+    mode: Mode,
+    common: list[str],
+    allreduce_mib: int | None = None,
+) -> tuple[str, ...]:
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
+    mib = spec.allreduce_max_mib if allreduce_mib is None else allreduce_mib
+    allreduce = ["--allreduce", "--allreduce-max-mib", str(mib)]
+    return (*spec.python, *launcher, str(worker), "--modes", mode, *allreduce, *common)
 
 
 @dataclass
@@ -183,7 +228,7 @@ class BenchJob:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                env=self.env,
+                env={**self.env, **dict(phase.env)},
                 start_new_session=True,  # one group: cancel reaches torchrun's workers too
             )
         except OSError as error:

@@ -111,6 +111,8 @@ class Result:
     samples: int
     memory_mib: int
     """Peak over the ranks."""
+    per_rank: tuple[float, ...] = ()
+    """Each rank's median images/s (empty from workers before it was reported)."""
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,12 @@
 Every action maps to an ``ansible.builtin`` task (exhaustively: ``Run | WriteFile``): apt-get and
 dnf to ``apt``/``dnf``, ``dpkg -i`` to ``apt: deb``, ``apt-mark hold`` to ``dpkg_selections``,
 systemctl to ``systemd_service``, reboot to ``reboot``, gpuwizard's downloads to ``get_url``
-with their SHA-256 (keys through ``get_url`` and ``gpg --dearmor``, never apt-key), pinned pip
-installs to ``pip`` with the index URL and the environment, file writes to ``copy`` with
-``content`` and ``mode``; a command with no fitting module stays a ``command`` in argv form.
-A prompt the runner answers becomes ``expect``; its secret is asked once by ``vars_prompt``
-(hidden, no default) and never written. An unpinned ``pip install --upgrade pip`` stays a command
-(the pip module would say ``state: latest``, which ansible-lint's production profile rejects, and
-pinning pip would change the plan). Where the runner relies on facts the playbook cannot see, the
+with their pinned SHA-256 (keys through ``get_url`` and gpuwizard's own key check, which checks
+the pinned fingerprint and dearmors; never apt-key), pinned pip installs to ``pip`` with the index
+URL and the environment, file writes to ``copy`` with ``content`` and ``mode``; a command with no
+fitting module stays a ``command`` in argv form. A prompt the runner answers becomes ``expect``;
+its secret is asked once by ``vars_prompt`` (hidden, no default) and never written. The download
+folder is made root-only (0700). Where the runner relies on facts the playbook cannot see, the
 task states the end state instead: create-env ``creates`` the environment, downloads first make
 their folder. The playbook is a data structure dumped by a SafeDumper; a value holding Jinja
 delimiters is tagged ``!unsafe`` so Ansible never templates it. Pure: nothing is read or run.
@@ -23,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from gpuwizard.export.bash_runtime import KEYCHECK
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import check_path, one_line
 from gpuwizard.paths import DOWNLOADS_DIR
@@ -194,9 +194,9 @@ def fetch_options(run: Run, step_id: str) -> tuple[str, str, dict[str, str]]:
     options: dict[str, str] = {}
     while rest:
         flag = rest.pop(0)
-        if flag == "--dearmor":
+        if flag in ("--dearmor", "--unpinned"):
             options[flag] = ""
-        elif flag in ("--sha256", "--sha256-url", "--member") and rest:
+        elif flag in ("--sha256", "--fingerprint", "--member") and rest:
             options[flag] = rest.pop(0)
         else:
             raise ExportError(f"{step_id}: {DOWNLOAD_TOOL} option {flag!r} has no Ansible form")
@@ -231,21 +231,23 @@ def fetch_tasks(run: Run, step_id: str, context: Context) -> list[Task]:
     source: str = text(url)
     if url.startswith("pypi:"):
         tasks, source = pypi_url_tasks(url, context.source.selection.arch, step_id)
-    staged = "--member" in options or "--dearmor" in options
+    staged = "--member" in options or "--fingerprint" in options
     download = f"{DOWNLOADS_DIR}/{PurePosixPath(dest).name}.download" if staged else dest
     get: dict[str, object] = {"url": source, "dest": text(download), "mode": "0644"}
-    digest = options.get("--sha256") or options.get("--sha256-url")
-    if digest:
-        get["checksum"] = text(f"sha256:{digest}")
-    # get_url, gpg --output and the extraction all need the folder; gpuwizard-fetch makes it.
+    if "--sha256" in options:
+        get["checksum"] = text(f"sha256:{options['--sha256']}")
+    # get_url, the key check and the extraction all need the folder; gpuwizard-fetch makes it.
     tasks += context.directories(download, dest)
     tasks.append({"ansible.builtin.get_url": get})
     if "--member" in options:
         argv = ["python3", "-c", EXTRACT_MEMBER, download, options["--member"], dest]
         tasks.append(command_task(argv, dest))
-    if "--dearmor" in options:
-        argv = ["gpg", "--batch", "--yes", "--dearmor", "--output", dest, download]
-        tasks.append(command_task(argv, dest))
+    if "--fingerprint" in options:
+        check = ["python3", "-c", KEYCHECK.read_text(encoding="utf-8"), download]
+        check += [options["--fingerprint"], *(["--dearmor"] if "--dearmor" in options else [])]
+        tasks.append(command_task(check, dest))
+        copy = {"src": text(download), "dest": text(dest), "remote_src": True, "mode": "0644"}
+        tasks.append({"ansible.builtin.copy": copy})
     return tasks
 
 
@@ -267,12 +269,14 @@ class Context:
             folder = str(PurePosixPath(file).parent)
             if folder not in self.made:
                 self.made.add(folder)
+                # What is downloaded is run or installed from there: only root may enter.
+                mode = "0700" if folder == DOWNLOADS_DIR else "0755"
                 tasks.append(
                     {
                         "ansible.builtin.file": {
                             "path": text(folder),
                             "state": "directory",
-                            "mode": "0755",
+                            "mode": mode,
                         }
                     }
                 )
@@ -379,7 +383,11 @@ def action_tasks(action: Action, step: StepPlan, context: Context) -> list[Task]
             env = {text(k): text(v) for k, v in action.env.items()}
             return [{**t, "environment": env} if env else t for t in tasks]
         case WriteFile():
-            return [write_task(action, step.id)]
+            private = action.path.startswith(DOWNLOADS_DIR + "/")
+            return [
+                *(context.directories(action.path) if private else []),
+                write_task(action, step.id),
+            ]
         case _:  # pragma: no cover - exhaustive
             assert_never(action)
 
@@ -390,7 +398,8 @@ def describe(action: Action) -> str:
         return one_line(action.display())
     if action.argv[:1] == (DOWNLOAD_TOOL,) and len(action.argv) > 2:
         url, dest = action.argv[1:3]
-        return one_line(f"download {PurePosixPath(url).name} to {dest}")
+        note = " (UNCONFIRMED: no pinned checksum)" if "--unpinned" in action.argv else ""
+        return one_line(f"download {PurePosixPath(url).name} to {dest}{note}")
     words, argv = [], list(action.argv)
     quiet = argv[0] in ("apt-get", "dnf")
     while argv:

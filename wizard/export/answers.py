@@ -7,8 +7,9 @@ refuses, with the reason, a server the choices do not fit (another GPU architect
 older OS) or a plan that resolves differently, unless the person accepts the changes.
 
 Loading is strict: a file that is not a mapping, has YAML anchors or aliases (no alias bombs),
-is larger than 1 MiB, has an unknown or missing field, or a version written as a number
-(``12.10`` would load as 12.1) gets one line naming the field. A file from an older schema is
+is larger than 1 MiB, has an unknown or missing field, a version written as a number
+(``12.10`` would load as 12.1), or a control or format character in a text field (an escape
+sequence would reach the terminal that shows it) gets one line naming the field. A file from an older schema is
 migrated step by step (``MIGRATIONS``); one from a newer gpuwizard is refused.
 """
 
@@ -29,6 +30,7 @@ from gpuwizard.recommend.pins import check_pins
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput
+from gpuwizard.safetext import is_unsafe, one_line
 from gpuwizard.version import Version
 
 SCHEMA = 1
@@ -73,8 +75,9 @@ def made_on(facts: HostFacts) -> MadeOn:
         gpu=f"{len(gpus)}x {model.name}" if model else "no NVIDIA GPU",
         architecture=model.arch if model else "none",
         compute_capability=(model.compute_capability or "unknown") if model else "none",
-        os=facts.os.id if facts.os else "unknown",
-        os_version=facts.os.version_id if facts.os else "unknown",
+        # os-release is the machine's text: only its clean form goes into the file.
+        os=one_line(facts.os.id) if facts.os else "unknown",
+        os_version=one_line(facts.os.version_id) if facts.os else "unknown",
     )
 
 
@@ -91,8 +94,9 @@ def answers_for(source: ExportSource) -> Answers:
 
 HEADER = """\
 # gpuwizard answers: the choices behind a GPU server setup.
-# Replay on another server:  gpuwizard apply --config answers.yaml --yes
-# It re-detects that server and refuses, with the reason, where these choices do not fit it.
+# Replay on another server:  sudo gpuwizard apply --config answers.yaml
+# It re-detects that server, refuses with the reason where these choices do not fit it, and
+# shows the plan it made there before anything changes.
 # Versions are strings: keep them quoted.
 """
 
@@ -153,8 +157,27 @@ def load_answers(text: str) -> Answers:
         answers = from_jsonable(Answers, data)
     except CodecError as error:
         raise AnswersError(str(error).replace("$.", "", 1)) from None
+    _check_text(answers)
     _check_values(answers)
     return answers
+
+
+def _text_fields(answers: Answers) -> list[tuple[str, str]]:
+    made = answers.made_on
+    fields = [("gpuwizard", answers.gpuwizard)]
+    fields += [(f"made_on.{name}", getattr(made, name)) for name in MadeOn.__dataclass_fields__]
+    fields += [(f"plan[{i}]", line) for i, line in enumerate(answers.plan)]
+    return fields
+
+
+def _check_text(answers: Answers) -> None:
+    """Free text is shown on a terminal (a refused replay quotes it): plain characters only."""
+    for field, value in _text_fields(answers):
+        bad = next((c for c in value if c in "\n\t" or is_unsafe(c)), None)
+        if bad is not None:
+            raise AnswersError(
+                f"{field}: contains the control character U+{ord(bad):04X}; an answers file holds plain one-line text"
+            )
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

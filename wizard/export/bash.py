@@ -4,10 +4,13 @@
 order, each with exactly its own environment; one guarded block per step, whose marker file
 (written only after all of its actions succeeded) makes a rerun skip it; reboot steps that stop
 with exit status 10 and count as done once the boot_id has changed; files written atomically from
-quoted here-documents; gpuwizard-fetch redone with curl and sha256sum; secrets read at run time
-and never written. Every plan value reaches the script through ``shlex.quote`` or a quoted
-here-document, and what bash cannot carry (NUL, a newline in a path) raises ExportError. Pure:
-no I/O, and never the runner, the host or a subprocess.
+quoted here-documents; gpuwizard-fetch redone with curl, sha256sum and the runner's key check,
+against the same pins; secrets read at run time, taken out of the environment before anything
+runs, and never written. Every plan value reaches the script through ``shlex.quote`` or a quoted
+here-document, and what bash cannot carry (NUL, a newline in a path) raises ExportError. The
+script a person runs carries no test hooks; ``test_build=True`` makes the one gpuwizard's own
+tests run (``gpuwizard.export.bash_runtime``). Pure: no I/O but reading the key check it
+carries, and never the runner, the host or a subprocess.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpuwizard.export.bash_runtime import MARKER_DIR, RUNTIME, UNIT
+from gpuwizard.export.bash_runtime import MARKER_DIR, UNIT, keycheck_lines, runtime
 from gpuwizard.export.bash_words import (
     INDENT,
+    ROOT,
     argv_words,
     comment_lines,
     env_words,
@@ -42,12 +46,21 @@ from gpuwizard.steps.base import DOWNLOAD_TOOL
 
 HEREDOC = "GPUWIZARD_EOF"
 _STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_FETCH_OPTIONS = {"--sha256": True, "--sha256-url": True, "--member": True, "--dearmor": False}
+_FETCH_OPTIONS = {
+    "--sha256": True,
+    "--fingerprint": True,
+    "--unpinned": False,
+    "--member": True,
+    "--dearmor": False,
+}
 """gpuwizard-fetch's options: whether each takes a value."""
 
 
-def render_bash(source: ExportSource) -> str:
+def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
     """The plan as deploy.sh, ready to write out (mode 0755: it holds no secret) and run as root.
+
+    ``test_build``: the script gpuwizard's own tests run, honouring GPUWIZARD_ROOT and
+    GPUWIZARD_SHIM; never what a person gets.
 
     Raises:
         ExportError: a value bash cannot carry, or an action this script cannot express.
@@ -56,12 +69,15 @@ def render_bash(source: ExportSource) -> str:
     for step in plan.steps:
         _check_step_id(step)
     runnable = [s for s in plan.steps if _runs_here(s)]
+    root = ROOT if test_build else ""
     lines = [
         "#!/usr/bin/env bash",
-        *_header(source, runnable),
+        *_header(source, runnable, test_build),
         "set -Eeuo pipefail",
+        *_secret_capture(runnable),
         "",
-        RUNTIME,
+        runtime(test_build=test_build),
+        *(["", *keycheck_lines()] if _checks_keys(runnable) else []),
         "",
         f"readonly GW_TOTAL={len(runnable)}",
         'gw_start "$@"',
@@ -72,11 +88,19 @@ def render_bash(source: ExportSource) -> str:
         lines.append("")
         if _runs_here(step):
             number += 1
-            lines += _step_block(step, number)
+            lines += _step_block(step, number, root)
         else:
             lines.append(_left_out(step))
     lines += ["", *_finish_lines(plan)]
     return "\n".join(lines) + "\n"
+
+
+def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
+    return any(
+        isinstance(a, Run) and a.argv[:1] == (DOWNLOAD_TOOL,) and "--fingerprint" in a.argv
+        for step in runnable
+        for a in step.actions
+    )
 
 
 def _runs_here(step: StepPlan) -> bool:
@@ -84,7 +108,7 @@ def _runs_here(step: StepPlan) -> bool:
 
 
 # ------------------------------------------------------------------------------------ header
-def _header(source: ExportSource, runnable: Sequence[StepPlan]) -> list[str]:
+def _header(source: ExportSource, runnable: Sequence[StepPlan], test_build: bool) -> list[str]:
     steps = [
         f"#   {n:>2}. {one_line(s.title)}{' (reboot)' if s.reboot else ''}"
         for n, s in enumerate(runnable, 1)
@@ -109,7 +133,14 @@ def _header(source: ExportSource, runnable: Sequence[StepPlan]) -> list[str]:
         "#   Steps that had nothing to do on the machine above are left out (see the comments",
         "#   below): run this on the same kind of machine, made from the same image.",
         *_secrets_header(runnable),
-        "# GPUWIZARD_ROOT and GPUWIZARD_SHIM serve gpuwizard's tests and simulation: leave them unset.",
+        *(
+            [
+                "# TEST BUILD for gpuwizard's own tests: it honours GPUWIZARD_ROOT and GPUWIZARD_SHIM.",
+                "# Never run it on a server; `gpuwizard export` writes the script to run.",
+            ]
+            if test_build
+            else []
+        ),
     ]
 
 
@@ -136,6 +167,24 @@ def _secret_env(secret: SecretRef) -> str:
     return f"GPUWIZARD_SECRET_{_secret_ident(secret).upper()}"
 
 
+def _secret_capture(runnable: Sequence[StepPlan]) -> list[str]:
+    """Secrets given in the environment move into this shell's memory before anything runs."""
+    secrets = {_secret_ident(s): s for s in _secrets(runnable)}
+    if not secrets:
+        return []
+    lines = [
+        "# A secret given in the environment is taken into this shell's memory and removed from",
+        "# the environment at once: no command this script runs ever inherits it.",
+    ]
+    for ident, secret in secrets.items():
+        lines += [
+            "# shellcheck disable=SC2034 # gw_read_secret reads it by name",
+            f"gw_env_{ident}=${{{_secret_env(secret)}-}}",
+            f"unset {_secret_env(secret)}",
+        ]
+    return lines
+
+
 def _secret_lines(runnable: Sequence[StepPlan]) -> list[str]:
     """Ask for every secret up front, before anything changes, unless its steps are all done."""
     lines: list[str] = []
@@ -155,6 +204,7 @@ def _secret_lines(runnable: Sequence[StepPlan]) -> list[str]:
                 [
                     "gw_read_secret",
                     f"gw_secret_{ident}",
+                    f"gw_env_{ident}",
                     _secret_env(secret),
                     quote(one_line(secret.prompt)),
                 ]
@@ -165,7 +215,7 @@ def _secret_lines(runnable: Sequence[StepPlan]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------- steps
-def _step_block(step: StepPlan, number: int) -> list[str]:
+def _step_block(step: StepPlan, number: int, root: str) -> list[str]:
     title = one_line(step.title)
     head = [f"# --- {number}. {step.id}: {title}", *comment_lines(step.why)]
     if step.reboot:
@@ -173,7 +223,7 @@ def _step_block(step: StepPlan, number: int) -> list[str]:
             ["if", "gw_begin_reboot", str(number), quote(step.id), f"{quote(title)};", "then"], ""
         )
         return [*head, opening, _reboot_line(step), "fi"]
-    body = [text for action in step.actions for text in _action_lines(step, action)]
+    body = [text for action in step.actions for text in _action_lines(step, action, root)]
     body.append(f"{INDENT}gw_done {quote(step.id)}")
     if step.needs_reboot:
         body.append(f"{INDENT}gw_say '    takes effect at the next boot'")
@@ -227,19 +277,19 @@ def _reboot_line(step: StepPlan) -> str:
 
 
 # ----------------------------------------------------------------------------------- actions
-def _action_lines(step: StepPlan, action: Action) -> list[str]:  # noqa: RET503 - exhaustive
+def _action_lines(step: StepPlan, action: Action, root: str) -> list[str]:  # noqa: RET503 - exhaustive
     match action:
         case Run() if action.argv[:1] == (DOWNLOAD_TOOL,):
-            return [_fetch_line(step, action)]
+            return [_fetch_line(step, action, root)]
         case Run():
-            return [_run_line(step, action)]
+            return [_run_line(step, action, root)]
         case WriteFile():
-            return [_write_text(step, action)]
+            return [_write_text(step, action, root)]
         case _:  # pragma: no cover - exhaustive
             assert_never(action)
 
 
-def _run_line(step: StepPlan, run: Run) -> str:
+def _run_line(step: StepPlan, run: Run, root: str) -> str:
     words = ["gw_run"]
     if run.ok_codes != (0,):
         words += ["--ok", quote(" ".join(str(code) for code in run.ok_codes))]
@@ -250,10 +300,10 @@ def _run_line(step: StepPlan, run: Run) -> str:
     words += [*env_words(step.id, run.env), "--", *argv_words(step.id, run.argv)]
     if run.answers:
         words = ["gw_replies", *_reply_words(step, run), "|", *words]
-    return wrap([*_creates_words(step, run), *words])
+    return wrap([*_creates_words(step, run, root), *words])
 
 
-def _fetch_line(step: StepPlan, run: Run) -> str:
+def _fetch_line(step: StepPlan, run: Run, root: str) -> str:
     """gpuwizard-fetch URL DEST [options]: the target has no gpuwizard, so gw_fetch does it."""
     if run.env or run.answers or run.ok_codes != (0,) or len(run.argv) < 3:
         raise ExportError(f"step {step.id}: this {DOWNLOAD_TOOL} call cannot be exported")
@@ -265,13 +315,13 @@ def _fetch_line(step: StepPlan, run: Run) -> str:
         if takes_value is None or (takes_value and index + 1 >= len(raw)):
             raise ExportError(f"step {step.id}: unknown {DOWNLOAD_TOOL} option {raw[index]!r}")
         index += 2 if takes_value else 1
-    target = rooted(step.id, "download destination", run.argv[2])
-    return wrap([*_creates_words(step, run), "gw_fetch", url, target, *options])
+    target = rooted(step.id, "download destination", run.argv[2], root)
+    return wrap([*_creates_words(step, run, root), "gw_fetch", url, target, *options])
 
 
-def _write_text(step: StepPlan, write: WriteFile) -> str:
+def _write_text(step: StepPlan, write: WriteFile, root: str) -> str:
     """A quoted here-document: its body reaches the file byte for byte, nothing expanded."""
-    target = rooted(step.id, "file path", write.path)
+    target = rooted(step.id, "file path", write.path, root)
     if "\0" in write.content:
         raise ExportError(
             f"step {step.id}: {write.path!r} would contain a NUL byte, which bash cannot write"
@@ -311,10 +361,10 @@ def _reply_words(step: StepPlan, run: Run) -> list[str]:
     return words
 
 
-def _creates_words(step: StepPlan, run: Run) -> list[str]:
+def _creates_words(step: StepPlan, run: Run, root: str) -> list[str]:
     if run.creates is None:
         return []
-    return ["[[", "-e", rooted(step.id, "`creates` path", run.creates), "]]", "||"]
+    return ["[[", "-e", rooted(step.id, "`creates` path", run.creates, root), "]]", "||"]
 
 
 def _check_step_id(step: StepPlan) -> None:

@@ -1,6 +1,7 @@
 """How plan values become deploy.sh words: validated, quoted, and laid out in lines.
 
-Every value goes through ``shlex.quote`` (paths the script writes are joined to ``ROOT``); what
+Every value goes through ``shlex.quote`` (in a test build, paths the script writes are joined to
+``ROOT``); what
 bash cannot carry is refused with a one-line ExportError naming the step: NUL anywhere, a newline
 or a ``..`` part in a path, an invalid environment variable name. Pure text functions.
 """
@@ -14,7 +15,7 @@ from gpuwizard.export.source import ExportError
 from gpuwizard.export.words import ENV_NAME, one_line
 
 ROOT = '"${GPUWIZARD_ROOT:-}"'
-"""Joined to every path the script itself writes or checks; empty on a real server."""
+"""Joined to every path the script itself writes or checks, in a test build only."""
 WIDTH = 100
 INDENT = "  "
 
@@ -44,8 +45,8 @@ def env_words(step_id: str, env: Mapping[str, str]) -> list[str]:
     return words
 
 
-def rooted(step_id: str, what: str, path: str) -> str:
-    """An absolute target path, quoted, under GPUWIZARD_ROOT."""
+def rooted(step_id: str, what: str, path: str, root: str = "") -> str:
+    """An absolute target path, quoted, after ``root`` (``ROOT`` in a test build)."""
     for bad, name in (("\0", "a NUL byte"), ("\n", "a newline")):
         if bad in path:
             raise ExportError(
@@ -57,7 +58,7 @@ def rooted(step_id: str, what: str, path: str) -> str:
         raise ExportError(
             f"step {step_id}: the {what} {path!r} has a '..' part; refusing to export it"
         )
-    return ROOT + quote(path)
+    return root + quote(path)
 
 
 def comment_lines(text: str) -> list[str]:

@@ -24,15 +24,16 @@ from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, package
 from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
 from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
 from gpuwizard.facts import Installs, PythonEnv
-from gpuwizard.paths import PYTHONS_DIR
-from gpuwizard.plan import Action, Run, StepPlan, Target, WriteFile, assert_never
+from gpuwizard.paths import DOWNLOADS_DIR, PYTHONS_DIR
+from gpuwizard.pins import image_digest, load_pins
+from gpuwizard.plan import Action, Run, StepPlan, Target, WriteFile, assert_never, uses_downloads
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.base import DOWNLOAD_TOOL, install_packages
 from gpuwizard.steps.install_python import UV_VERSION, os_packages
 
 UV_IMAGE = f"ghcr.io/astral-sh/uv:{UV_VERSION}"
-"""The same uv release install-python fetches on the host (pinned by tag, not digest)."""
+"""The same uv release install-python fetches on the host; its digest, when pinned, in pins.yaml."""
 UV_IN_IMAGE = "/usr/local/bin/uv"
 USER_NAME = "pytorch"
 USER_ID = 10001
@@ -155,12 +156,15 @@ _SINGLE_WHY = ("DL3059", "one RUN per plan step, so that each step is its own la
 
 
 def layer(comment: str, actions: Iterable[Action], step_id: str) -> Layer:
+    actions = tuple(actions)
     commands = [c for a in actions for c in action_commands(a, step_id)]
     runs = [a.argv for a in actions if isinstance(a, Run)]
     apt = any(r[:1] == ("apt-get",) and "install" in r for r in runs)
     dnf = any(r[:1] == ("dnf",) and "install" in r for r in runs)
     commands += ["rm -rf /var/lib/apt/lists/*"] if apt else []
     commands += ["dnf clean all"] if dnf else []
+    # Checked downloads (the torch wheels) are installed, then dropped: not kept in the layer.
+    commands += [f"rm -rf {DOWNLOADS_DIR}"] if any(uses_downloads(a) for a in actions) else []
     ignores = ([_APT_WHY] if apt else []) + ([_DNF_WHY] if dnf else [])
     return Layer(comment, tuple(commands), tuple(ignores))
 
@@ -261,7 +265,7 @@ def _host_needs(steps: Sequence[str]) -> list[str]:
     ]
 
 
-def header(source: ExportSource, base: BaseImage) -> list[str]:
+def header(source: ExportSource, base: BaseImage, standalone: bool) -> list[str]:
     t, env = source.selection.torch, source.selection.env
     lines = [
         f"# gpuwizard {one_line(source.version)}: PyTorch {one_line(t.version)} ({one_line(t.variant)}) "
@@ -279,7 +283,26 @@ def header(source: ExportSource, base: BaseImage) -> list[str]:
             f"UNCONFIRMED: the tag {base.image} was not seen published; check it with "
             f"`docker manifest inspect {base.image}` before relying on it."
         )
-    return lines
+    return lines + digest_notes([base.image, *([UV_IMAGE] if standalone else [])])
+
+
+def pinned(image: str) -> str:
+    """``image@sha256:...`` where gpuwizard pins its digest, else the tag alone."""
+    digest = image_digest(image)
+    return f"{image}@{digest}" if digest else image
+
+
+def digest_notes(images: Sequence[str]) -> list[str]:
+    """A loud line per base image whose digest gpuwizard could not pin."""
+    missing = [i for i in images if image_digest(i) is None]
+    if not missing:
+        return []
+    reason = load_pins().images_unconfirmed
+    return _comment(
+        f"UNCONFIRMED digest: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} pinned by "
+        f"tag only ({reason}); a tag can be moved. Pin the digest with `docker buildx imagetools "
+        "inspect IMAGE` and FROM IMAGE@sha256:DIGEST."
+    )
 
 
 def render_layer(item: Layer, previous_single: bool) -> list[str]:
@@ -358,10 +381,10 @@ def render_dockerfile(source: ExportSource) -> str:
     base = base_image(source, table)
     env_path = check_path(source.selection.env.path, "environment path")
     env, standalone = environment_layer(source, base.os, table)
-    lines = header(source, base)
+    lines = header(source, base, standalone)
     if standalone:
-        lines += ["", f"FROM {UV_IMAGE} AS uv"]
-    lines += ["", f"FROM {base.image}", 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]']
+        lines += ["", f"FROM {pinned(UV_IMAGE)} AS uv"]
+    lines += ["", f"FROM {pinned(base.image)}", 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]']
     if standalone:
         lines += ["", f"COPY --from=uv /uv {UV_IN_IMAGE}"]
     previous_single = False

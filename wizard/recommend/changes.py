@@ -25,6 +25,8 @@ class DriverPackages:
     """What it needs here: kernel headers for DKMS, Fabric Manager on NVSwitch systems."""
     module_stream: str | None
     signed: bool
+    version_lock: str | None = None
+    """The dnf versionlock pattern that holds the branch where there are no module streams."""
 
 
 def driver_packages(
@@ -45,12 +47,15 @@ def driver_packages(
             dict.fromkeys(t.format(branch=option.branch, kernel=kernel) for t in templates)
         )
 
-    stream = names.module_stream.get(flavor) if names.module_stream else None
+    streams = names.module_stream if os_row.dnf_modules else None
+    stream = streams.get(flavor) if streams else None
+    lock = names.version_lock if not os_row.dnf_modules else None
     return DriverPackages(
         fill(core),
         fill(supporting),
         stream.format(branch=option.branch) if stream else None,
         signed,
+        lock.format(branch=option.branch) if lock else None,
     )
 
 
@@ -91,7 +96,7 @@ def changes(
         )
         out.append(
             f"install Python {python.version} beside the system's ({system}; "
-            f"torch {release.version} needs {release.python[0]}–{release.python[1]})"
+            f"torch {release.version} needs {'–'.join(release.python_for(target.arch))})"
         )
     if target.secure_boot == "enabled" and driver.action != "keep" and not driver.signed_modules:
         out.append(
@@ -106,14 +111,16 @@ def notes(
     table: CompatTable, target: Target, os_row: OsRelease | None, driver: DriverPlan
 ) -> list[str]:
     out = []
+    # An unconfirmed OS row's note is listed with the other UNCONFIRMED facts instead.
+    note = os_row.note if os_row and os_row.confirmed else None
     if os_row and os_row.standard_support_end < table.reviewed[:7]:
-        detail = f" ({os_row.note})" if os_row.note else ""
+        detail = f" ({note})" if note else ""
         out.append(
             f"{os_row.label} left standard support in {os_row.standard_support_end}{detail}; "
             "plan a move to a supported release"
         )
-    elif os_row and os_row.note:
-        out.append(f"{os_row.label}: {os_row.note}")
+    elif os_row and note:
+        out.append(f"{os_row.label}: {note}")
     if driver.signed_modules:
         out.append(
             "Secure Boot is on: Canonical-signed prebuilt modules avoid MOK enrollment; "
@@ -132,4 +139,9 @@ def notes(
         )
     if driver.module_stream:
         out.append(f"dnf module stream {driver.module_stream} pins the branch")
+    if driver.version_lock:
+        out.append(
+            f"dnf versionlock {driver.version_lock} holds the branch ({os_row.label if os_row else 'this release'} "
+            "has no dnf module streams)"
+        )
     return out

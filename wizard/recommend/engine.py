@@ -3,19 +3,22 @@
 Candidates are every (torch release, CUDA build, driver option) the table and the user's pins
 allow. Every rule runs on every candidate; the survivors are ranked by a declared preference:
 
-1. the newest torch release (with a confirmed torchvision pair, unless one is pinned);
+1. the newest torch release that the table's "latest" policy allows (its whole set confirmed),
+   unless one is pinned;
 2. keeping a working driver over changing it;
 3. a supported long-term branch over a production branch over an end-of-life one, newest first;
-4. PyPI's default CUDA build, then newer CUDA, experimental builds last;
+4. PyPI's default CUDA build for the host's platform, then newer CUDA, experimental builds last;
 5. open kernel modules from R560 on (NVIDIA's default), proprietary before.
 
-The winner becomes a ``Recommendation``; when nothing survives, a ``Refusal`` says why, using the
-failures of the candidate that came closest. ``explain.py`` writes the sentences.
+The winner becomes a ``Recommendation``; when nothing survives, a ``Refusal`` names the rule that
+fails for every candidate of the releases tried (``refusal.py``). ``explain.py`` writes the
+sentences.
 """
 
 from __future__ import annotations
 
 from gpuwizard.recommend import explain
+from gpuwizard.recommend.refusal import refusal_from
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
 from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption, failures
 from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
@@ -30,6 +33,7 @@ _NO_PINS = Choices()
 def resolve_torch(table: CompatTable, pin: str | None) -> tuple[TorchRelease, ...]:
     """The releases to try, best first. Raises BadInput for a version the table does not know."""
     if pin is None or pin == "latest":
+        # table.latest_policy in words: releases whose whole set is confirmed, newest first
         return tuple(r for r in _newest_first(table.torch_releases) if r.confirmed)
     if not is_version(pin):
         raise BadInput(
@@ -60,14 +64,15 @@ def driver_options(
         return tuple(options)
     for branch in os_row.driver_branches:
         row = table.branch(branch)
-        if row is None or not row.installable or row.latest is None:
+        version = table.newest_driver(row, os_row) if row else None
+        if row is None or not row.installable or version is None:
             continue
         action: DriverAction = "install" if current is None else "upgrade"
         if current and branch == current.branch:
             continue
         for flavor in ("open", "proprietary"):
             if getattr(row, flavor):
-                options.append(DriverOption(action, branch, row.latest, flavor))
+                options.append(DriverOption(action, branch, version, flavor))
     return tuple(options)
 
 
@@ -78,7 +83,9 @@ def candidates(
     options: tuple[DriverOption, ...],
     variant: str | None,
 ) -> list[Candidate]:
-    variants = [variant] if variant else list(release.variants)
+    # A release with no build for this platform still yields its x86_64 variants, so the
+    # wheel_exists rule can say so ("torch 2.5.1 has no cu124 build for aarch64").
+    variants = [variant] if variant else list(release.builds_for(target.arch) or release.variants)
     return [
         Candidate(release, v, table.build(v, release.version, target.arch), option)
         for v in variants
@@ -86,7 +93,7 @@ def candidates(
     ]
 
 
-def rank(table: CompatTable, c: Candidate) -> tuple[int, ...]:
+def rank(table: CompatTable, c: Candidate, platform: str = "x86_64") -> tuple[int, ...]:
     """Lower is better; torch order is handled by trying releases newest first.
 
     A build the driver runs natively (driver >= the CUDA release's GA driver) beats one it runs
@@ -101,7 +108,11 @@ def rank(table: CompatTable, c: Candidate) -> tuple[int, ...]:
     ga = table.cuda(cuda.text)
     native = ga is None or at_least(c.driver.version, ga.ga_driver)
     variant_rank = (
-        0 if c.variant == release.default else 2 if c.variant in release.experimental else 1
+        0
+        if c.variant == release.pypi_default(platform)
+        else 2
+        if c.variant in release.experimental
+        else 1
     )
     open_preferred = int(c.driver.branch) >= _OPEN_DEFAULT_FROM
     return (
@@ -119,13 +130,16 @@ def search(table: CompatTable, target: Target, choices: Choices) -> Search:
     """Try releases newest first; the first release with a passing candidate wins."""
     os_row = match_os(table, target.os_id or "", target.os_version or "")
     releases = resolve_torch(table, choices.torch)
-    if choices.variant and not any(choices.variant in r.variants for r in table.torch_releases):
+    if choices.variant and not any(
+        choices.variant in (*r.variants, *r.aarch64) for r in table.torch_releases
+    ):
         raise BadInput(f"--variant {choices.variant!r}: no PyTorch release has that build")
     options = driver_options(table, target, os_row, choices)
     closest: Candidate | None = None
+    tried: list[Candidate] = []
     for release in releases:
         scored = [
-            (c, len(failures(table, target, c, choices.needs_nvcc)), rank(table, c))
+            (c, len(failures(table, target, c, choices.needs_nvcc)), rank(table, c, target.arch))
             for c in candidates(table, target, release, options, choices.variant)
         ]
         if closest is None and scored:
@@ -134,7 +148,8 @@ def search(table: CompatTable, target: Target, choices: Choices) -> Search:
         if passing:
             winner = min(passing, key=lambda s: s[2])[0]
             return Search(target, os_row, choices, winner, winner, options, releases)
-    return Search(target, os_row, choices, None, closest, options, releases)
+        tried += [s[0] for s in scored]
+    return Search(target, os_row, choices, None, closest, options, releases, tuple(tried))
 
 
 def recommend(
@@ -145,5 +160,5 @@ def recommend(
         return refusal
     found = search(table, target, choices)
     if found.winner is None:
-        return explain.refusal_from(table, found)
+        return refusal_from(table, found)
     return explain.recommendation_from(table, found)

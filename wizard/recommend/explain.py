@@ -1,8 +1,9 @@
-"""Turn a finished search into a Recommendation or Refusal, with reasons a person can check.
+"""Turn a finished search into a Recommendation, with reasons a person can check.
 
 Every alternative the engine did not choose is listed with its reason: the rule it failed
 ("cu130: ... needs driver 580 or newer; 535.247.01 is older") or, when it would have worked, why
 it ranked lower ("R595: a production branch, supported until 2027-03; R580 is long-term").
+Refusals that need a search are written by ``refusal.py``; the ones that need none are here.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from gpuwizard.recommend.result import (
     TorchPlan,
 )
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
-from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
-from gpuwizard.recommend.target import Target, match_os
+from gpuwizard.recommend.table import CompatTable, TorchRelease
+from gpuwizard.recommend.target import Target, is_guess, match_os
 from gpuwizard.version import Version, at_least, variant_cuda
 
 PREFERRED_PYTHON = "3.12"
@@ -77,7 +78,7 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
     cuda = variant_cuda(winner.variant)
     ga = table.cuda(cuda)
     wheel_floor = (
-        ga.ga_driver if ga and at_least(option.version, ga.ga_driver) else table.mvc_floor(cuda)
+        ga.ga_driver if ga and at_least(option.version, ga.ga_driver) else table.driver_floor(cuda)
     )
     floors += [wheel_floor] if wheel_floor else []
     min_version = max(floors, key=Version.parse) if floors else option.version
@@ -103,11 +104,12 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
         names.module_stream,
         names.signed,
         names.core,
+        names.version_lock,
     )
 
 
 def _python_plan(target: Target, release: TorchRelease) -> PythonPlan:
-    low, high = (Version.parse(v) for v in release.python)
+    low, high = (Version.parse(v) for v in release.python_for(target.arch))
     if target.python and low <= Version.parse(target.python) <= high:
         return PythonPlan(target.python, "use_system")
     preferred = min(max(Version.parse(PREFERRED_PYTHON), low), high)
@@ -142,35 +144,15 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
             release.torchvision,
             release.torchaudio,
             release.confirmed,
-            release.python,
+            release.python_for(target.arch),
         ),
         python=python,
         cuda_toolkit=_toolkit_plan(table, found, winner),
         changes=changes,
         reasons=tuple(reasons(table, found, winner, driver, python)),
         rejected=tuple(rejected(table, found, winner)),
-        unconfirmed=tuple(unconfirmed(table, found.os_row, winner)),
+        unconfirmed=tuple(unconfirmed(table, found, winner)),
     )
-
-
-def refusal_from(table: CompatTable, found: Search) -> Refusal:
-    closest = found.closest
-    gpus = summarise_gpus(found.target.gpus)
-    if closest is None:
-        return Refusal("no driver can be offered for this host", gpus)
-    problems = failures(table, found.target, closest, found.choices.needs_nvcc)
-    pins = _pins(found)
-    lead = f"nothing fits {pins}: " if pins else "no combination fits: "
-    return Refusal(
-        lead + problems[0], gpus, tuple(problems), tuple(rejected(table, found, closest))
-    )
-
-
-def _pins(found: Search) -> str:
-    choices = found.choices
-    parts = [f"torch {found.releases[0].version}" if choices.torch and found.releases else ""]
-    parts += [choices.variant or "", "the installed driver" if choices.keep_driver else ""]
-    return " with ".join(p for p in parts if p)
 
 
 def reasons(
@@ -190,8 +172,9 @@ def reasons(
             f"torch {release.version} is the newest release with a confirmed torchvision pair "
             f"({release.torchvision}) that fits"
         )
-    out.append(_variant_reason(table, winner))
-    supported = f"torch {release.version} supports Python {release.python[0]}–{release.python[1]}"
+    out.append(_variant_reason(table, winner, target.arch))
+    low, high = release.python_for(target.arch)
+    supported = f"torch {release.version} supports Python {low}–{high}"
     if python.action == "use_system":
         out.append(f"the system's Python {python.version} fits: {supported}")
     else:
@@ -232,10 +215,10 @@ def _flavor_why(target: Target, option: DriverOption) -> str:
     return ""
 
 
-def _variant_reason(table: CompatTable, winner: Candidate) -> str:
+def _variant_reason(table: CompatTable, winner: Candidate, platform: str) -> str:
     release, variant = winner.torch, winner.variant
     cuda = variant_cuda(variant)
-    kind = "PyPI's default build" if variant == release.default else "the build"
+    kind = "PyPI's default build" if variant == release.pypi_default(platform) else "the build"
     mvc = ""
     ga = table.cuda(cuda)
     if ga and not at_least(winner.driver.version, ga.ga_driver):
@@ -248,7 +231,7 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
     target, needs_nvcc = found.target, found.choices.needs_nvcc
     out: list[Rejected] = []
     out += _rejected_releases(table, found, chosen)
-    for variant in chosen.torch.variants:
+    for variant in chosen.torch.builds_for(target.arch):
         if variant == chosen.variant:
             continue
         alt = Candidate(
@@ -259,7 +242,12 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
         )
         problems = failures(table, target, alt, needs_nvcc)
         out.append(
-            Rejected(variant, problems[0] if problems else _variant_preference(chosen, variant))
+            Rejected(
+                variant,
+                problems[0]
+                if problems
+                else _variant_preference(table, chosen, variant, target.arch),
+            )
         )
     seen = set()
     for option in found.options:
@@ -306,17 +294,29 @@ def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> 
     return out
 
 
-def _variant_preference(chosen: Candidate, variant: str) -> str:
+def _variant_preference(table: CompatTable, chosen: Candidate, variant: str, platform: str) -> str:
     release = chosen.torch
     if variant in release.experimental:
         return f"experimental in torch {release.version}; {chosen.variant} is preferred"
+    if _native(table, chosen.driver.version, chosen.variant) and not _native(
+        table, chosen.driver.version, variant
+    ):
+        return (
+            f"driver {chosen.driver.version} would run it only through minor-version "
+            f"compatibility (no PTX JIT); it runs {chosen.variant} natively"
+        )
     if Version.parse(variant_cuda(variant)) < Version.parse(variant_cuda(chosen.variant)):
         return f"an older CUDA than {chosen.variant}"
     return (
         f"{chosen.variant} is PyPI's default build of torch {release.version}"
-        if chosen.variant == release.default
+        if chosen.variant == release.pypi_default(platform)
         else f"ranked below {chosen.variant}"
     )
+
+
+def _native(table: CompatTable, driver: str, variant: str) -> bool:
+    ga = table.cuda(variant_cuda(variant))
+    return ga is None or at_least(driver, ga.ga_driver)
 
 
 def _driver_preference(table: CompatTable, chosen: DriverOption, option: DriverOption) -> str:
@@ -340,16 +340,21 @@ def _life(table: CompatTable, branch: str) -> str:
     return f"{row.designation}, supported until {row.eol}"
 
 
-def unconfirmed(table: CompatTable, os_row: OsRelease | None, winner: Candidate) -> list[str]:
-    out = []
+def unconfirmed(table: CompatTable, found: Search, winner: Candidate) -> list[str]:
+    os_row, target = found.os_row, found.target
+    out = _os_unconfirmed(found)
     if not winner.torch.confirmed:
         out.append(
             f"torch {winner.torch.version}: {winner.torch.note or 'not fully confirmed'}; verified after install"
         )
     if winner.build and not winner.build.confirmed:
+        source = (
+            winner.build.note
+            or "they come from build scripts or release notes, not from the wheels"
+        )
         out.append(
-            f"the GPU architectures in {winner.variant} builds of torch {winner.torch.version} come from "
-            "build scripts, not from the wheels; verified after install"
+            f"the GPU architectures in {winner.variant} builds of torch {winner.torch.version}: "
+            f"{source}; verified after install"
         )
     if (
         os_row
@@ -360,4 +365,25 @@ def unconfirmed(table: CompatTable, os_row: OsRelease | None, winner: Candidate)
             f"driver package names from {os_row.driver_source} are not confirmed; "
             "the install step checks they exist before changing anything"
         )
+    if os_row and target.arch == "aarch64" and winner.driver.action != "keep":
+        out.append(
+            f"the {os_row.driver_source} driver packages were checked for x86_64 only; "
+            "the install step checks the arm64 ones exist before changing anything"
+        )
+    return out
+
+
+def _os_unconfirmed(found: Search) -> list[str]:
+    os_row, target = found.os_row, found.target
+    if os_row is None:
+        return []
+    out = []
+    if is_guess(os_row, target.os_id or "", target.os_version or ""):
+        name = f"{os_row.label.rsplit(' ', 1)[0]} {target.os_version}"
+        out.append(
+            f"{name} is newer than gpuwizard's table: treated as {os_row.label}, its newest known "
+            "release before it (package names and Python may differ; the install step checks them)"
+        )
+    if not os_row.confirmed and os_row.note:
+        out.append(f"{os_row.label}: {os_row.note}")
     return out

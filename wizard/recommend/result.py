@@ -39,6 +39,8 @@ class Search:
     closest: Candidate | None
     options: tuple[DriverOption, ...]
     releases: tuple[TorchRelease, ...]
+    tried: tuple[Candidate, ...] = ()
+    """Every candidate of every release tried, when none passed (for the refusal's cause)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class DriverPlan:
     signed_modules: bool = False
     core_packages: tuple[str, ...] = ()
     """The driver itself; ``packages`` adds the headers and Fabric Manager it needs here."""
+    version_lock: str | None = None
+    """RHEL 10 family: the dnf versionlock pattern that holds the branch (no module streams)."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from gpuwizard.gpus import GpuModel
 from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease, WheelBuild
-from gpuwizard.recommend.target import Target
+from gpuwizard.recommend.target import Target, match_os
 from gpuwizard.version import Version, at_least, variant_cuda
 
 DriverAction = Literal["install", "keep", "upgrade"]
@@ -106,7 +106,7 @@ def driver_supports_gpus(table: CompatTable, target: Target, c: Candidate) -> st
 def driver_runs_wheel(table: CompatTable, target: Target, c: Candidate) -> str | None:
     del target
     cuda = variant_cuda(c.variant)
-    floor = table.mvc_floor(cuda)
+    floor = table.driver_floor(cuda)
     if floor and not at_least(c.driver.version, floor):
         major = cuda.split(".")[0]
         return f"{c.variant} (CUDA {cuda}) needs driver {floor} or newer for CUDA {major}; {c.driver.version} is older"
@@ -130,7 +130,7 @@ def flavor_fits_gpus(table: CompatTable, target: Target, c: Candidate) -> str | 
 
 def toolkit_available(table: CompatTable, target: Target, c: Candidate) -> str | None:
     """Only asked when nvcc is wanted: NVIDIA must publish that CUDA for this OS."""
-    os_row = table.os_release(target.os_id or "", target.os_version or "")
+    os_row = match_os(table, target.os_id or "", target.os_version or "")
     cuda = variant_cuda(c.variant)
     if (
         os_row
@@ -150,11 +150,14 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def rules_for(needs_nvcc: bool) -> tuple[Rule, ...]:
+    return (*RULES, toolkit_available) if needs_nvcc else RULES
+
+
 def failures(
     table: CompatTable, target: Target, c: Candidate, needs_nvcc: bool = False
 ) -> list[str]:
-    rules = (*RULES, toolkit_available) if needs_nvcc else RULES
-    return [reason for rule in rules if (reason := rule(table, target, c))]
+    return [reason for rule in rules_for(needs_nvcc) if (reason := rule(table, target, c))]
 
 
 def _unique(models: tuple[GpuModel, ...]) -> list[GpuModel]:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from gpuwizard.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.table import CompatTable
-from gpuwizard.recommend.target import match_os
+from gpuwizard.recommend.target import is_guess, match_os
 
 Severity = Literal["ok", "info", "warning", "error"]
 
@@ -132,6 +132,13 @@ def check_os(facts: HostFacts, table: CompatTable) -> Finding:
     if row is None:
         supported = ", ".join(o.label for o in table.operating_systems)
         return Finding("os", "error", name, f"not supported; gpuwizard installs on {supported}")
+    if is_guess(row, os.id, os.version_id):
+        return Finding(
+            "os",
+            "warning",
+            name,
+            f"newer than gpuwizard's table: treated as {row.label}, the newest known release before it",
+        )
     if row.standard_support_end < table.reviewed[:7]:
         return Finding(
             "os",

@@ -1,9 +1,10 @@
 """Load and validate compat.yaml into frozen data.
 
-Validation happens once, at load: types (through the strict codec), then meaning: every row
-cites sources that exist, versions look like versions, every variant a release names has a
-build row, every branch an OS offers is a known branch. A bad row raises ``CompatTableError``
-naming the row, so it fails the tests instead of a user's install.
+Validation happens once, at load: types (through the strict codec), then meaning: every source
+has an address and the date it was checked, every row cites sources that exist, versions look
+like versions, the CUDA builds a release names and the build rows agree both ways (per platform),
+every branch an OS offers is a known branch. A bad row raises ``CompatTableError`` naming the
+row, so it fails the tests instead of a user's install. This module reads only its own file.
 """
 
 from __future__ import annotations
@@ -24,10 +25,22 @@ Flavor = Literal["open", "proprietary"]
 
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
 _VARIANT = re.compile(r"^cu\d{3}$")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class CompatTableError(ValueError):
     """compat.yaml is malformed; the message names the row."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a fact was read, and when: rows cite these by key."""
+
+    title: str
+    address: str
+    """A page, an index or a repository file (with its commit) that a reader can open."""
+    checked: str
+    """The date (YYYY-MM-DD) the source was read for this table."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,9 @@ class WheelBuild:
     arches: tuple[str, ...]
     sources: tuple[str, ...]
     confirmed: bool = True
+    """True when the list was read from the wheels themselves; False when it comes from build
+    scripts or release notes (the install verifies it)."""
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,15 +112,37 @@ class TorchRelease:
     version: str
     released: str
     python: tuple[str, str]
-    """Oldest and newest CPython minor with release wheels."""
+    """Oldest and newest CPython minor with Linux x86_64 wheels on PyPI."""
     variants: tuple[str, ...]
+    """The x86_64 CUDA builds on the wheel index (https://download.pytorch.org/whl/<variant>)."""
     default: str
+    """The CUDA build a plain `pip install torch` gets from PyPI on Linux x86_64."""
     torchvision: str | None
     torchaudio: str | None
     sources: tuple[str, ...]
     experimental: tuple[str, ...] = ()
+    aarch64: tuple[str, ...] = ()
+    """The aarch64 (SBSA: Grace) CUDA builds on the wheel index; empty when there were none."""
+    aarch64_default: str | None = None
+    """What PyPI's Linux aarch64 wheel is: a CUDA build, "cpu", or None when PyPI has none."""
+    aarch64_python: tuple[str, str] | None = None
+    """The aarch64 wheels' CPython range on PyPI, when it differs from ``python``."""
+    default_bundled: bool = False
+    """PyPI's x86_64 wheel carries its CUDA inside, so its metadata names no CUDA package."""
     confirmed: bool = True
     note: str | None = None
+
+    def builds_for(self, platform: str) -> tuple[str, ...]:
+        return self.aarch64 if platform == "aarch64" else self.variants
+
+    def python_for(self, platform: str) -> tuple[str, str]:
+        """The CPython range of this release's wheels on a platform."""
+        return (self.aarch64_python or self.python) if platform == "aarch64" else self.python
+
+    def pypi_default(self, platform: str) -> str | None:
+        """PyPI's CUDA build for a platform, or None when its wheel there has no CUDA."""
+        default = self.aarch64_default if platform == "aarch64" else self.default
+        return default if default and default.startswith("cu") else None
 
 
 @dataclass(frozen=True)
@@ -122,12 +160,20 @@ class OsRelease:
     """The newest CUDA NVIDIA still publishes in this release's repository, when capped."""
     extra_pythons: tuple[str, ...] = ()
     """Newer CPython versions the distribution packages beside its python3."""
+    dnf_modules: bool = True
+    """RHEL 8/9 pick a driver branch with a dnf module stream; RHEL 10 has none (version lock)."""
+    driver_versions: dict[str, str] | None = None
+    """The newest release of each branch in this release's own archive, where it is not the
+    branch's newest (``drivers[].latest``)."""
     note: str | None = None
     confirmed: bool = True
 
     @property
     def label(self) -> str:
-        return f"{self.id.capitalize() if self.id != 'rocky' else 'Rocky Linux'} {self.version}"
+        return f"{_OS_NAMES.get(self.id, self.id.capitalize())} {self.version}"
+
+
+_OS_NAMES = {"rocky": "Rocky Linux", "almalinux": "AlmaLinux", "rhel": "RHEL"}
 
 
 @dataclass(frozen=True)
@@ -141,6 +187,8 @@ class PackageNames:
     signed_open: tuple[str, ...] = ()
     signed_proprietary: tuple[str, ...] = ()
     module_stream: dict[str, str] | None = None
+    version_lock: str | None = None
+    """Where there are no module streams: the dnf versionlock pattern that holds the branch."""
     confirmed: bool = True
 
 
@@ -148,7 +196,9 @@ class PackageNames:
 class CompatTable:
     schema: int
     reviewed: str
-    sources: dict[str, str]
+    latest_policy: str
+    """Which release "latest" means, in words (the engine applies it; the docs quote it)."""
+    sources: dict[str, Source]
     drivers: tuple[DriverBranch, ...]
     cuda_releases: tuple[CudaRelease, ...]
     minor_version_compatibility: tuple[MinorVersionCompat, ...]
@@ -170,10 +220,22 @@ class CompatTable:
             (o for o in self.operating_systems if o.id == os_id and o.version == version), None
         )
 
+    def newest_driver(self, branch: DriverBranch, os_row: OsRelease | None) -> str | None:
+        """The version a fresh install of the branch gets on this OS."""
+        own = (os_row.driver_versions or {}).get(branch.branch) if os_row else None
+        return own or branch.latest
+
     def cuda(self, cuda: str) -> CudaRelease | None:
         return next((c for c in self.cuda_releases if c.cuda == cuda), None)
 
     def build(self, variant: str, torch: str, platform: str) -> WheelBuild | None:
+        """The build row for a release's variant on a platform, when the release lists it."""
+        release = self.torch(torch)
+        if release is not None and variant not in release.builds_for(platform):
+            return None
+        return self._build_row(variant, torch, platform)
+
+    def _build_row(self, variant: str, torch: str, platform: str) -> WheelBuild | None:
         version = Version.parse(torch)
         return next(
             (
@@ -191,6 +253,15 @@ class CompatTable:
         row = next((m for m in self.minor_version_compatibility if m.cuda_major == major), None)
         return row.min_driver if row else None
 
+    def driver_floor(self, cuda: str) -> str | None:
+        """The oldest driver that runs a CUDA build: the major's minor-version-compatibility
+        floor, or the toolkit's GA driver where the major has none (CUDA 10) [S8][S9]."""
+        floor = self.mvc_floor(cuda)
+        if floor is not None:
+            return floor
+        ga = self.cuda(cuda)
+        return ga.ga_driver if ga else None
+
 
 def _check(condition: bool, where: str, message: str) -> None:
     if not condition:
@@ -203,6 +274,11 @@ def _check_versions(where: str, *versions: str | None) -> None:
 
 
 def _check_sources(table: CompatTable) -> None:
+    for key, source in table.sources.items():
+        where = f"sources[{key}]"
+        _check(bool(source.address.strip()), where, "needs an address a reader can open")
+        _check(bool(_DATE.fullmatch(source.checked)), where, "checked: not a date (YYYY-MM-DD)")
+        _check(source.checked <= table.reviewed, where, "checked after the table was reviewed")
     rows: list[tuple[str, tuple[str, ...]]] = [
         *((f"drivers[{r.branch}]", r.sources) for r in table.drivers),
         *((f"cuda_releases[{r.cuda}]", r.sources) for r in table.cuda_releases),
@@ -216,45 +292,74 @@ def _check_sources(table: CompatTable) -> None:
         *((f"model_driver_floors[{r.device_id}]", r.sources) for r in table.model_driver_floors),
         *((f"packages[{k}]", r.sources) for k, r in table.packages.items()),
     ]
-    for where, sources in rows:
-        _check(bool(sources), where, "cites no source")
-        for source in sources:
-            _check(source in table.sources, where, f"cites unknown source {source!r}")
+    for where, keys in rows:
+        _check(bool(keys), where, "cites no source")
+        for key in keys:
+            _check(key in table.sources, where, f"cites unknown source {key!r}")
 
 
-def validate(table: CompatTable) -> CompatTable:
-    _check(table.schema == 1, "schema", f"expected 1, got {table.schema}")
-    _check(bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", table.reviewed)), "reviewed", "not a date")
-    _check_sources(table)
-    branches = {d.branch for d in table.drivers}
-    for release in table.torch_releases:
-        where = f"torch_releases[{release.version}]"
-        _check_versions(
-            where, release.version, release.torchvision, release.torchaudio, *release.python
-        )
-        _check(release.default in release.variants, where, "default is not one of its variants")
-        _check(
-            not release.confirmed or release.torchvision is not None,
-            where,
-            "a confirmed release needs its torchvision pair",
-        )
-        for variant in release.variants:
+def _check_release(table: CompatTable, release: TorchRelease) -> None:
+    where = f"torch_releases[{release.version}]"
+    _check_versions(where, release.version, release.torchvision, release.torchaudio)
+    _check_versions(where, *release.python, *(release.aarch64_python or ()))
+    _check(release.default in release.variants, where, "default is not one of its variants")
+    _check(
+        not release.confirmed or release.torchvision is not None,
+        where,
+        "a confirmed release needs its torchvision pair",
+    )
+    pypi_arm = release.aarch64_default
+    _check(
+        pypi_arm in (None, "cpu") or pypi_arm in release.aarch64,
+        where,
+        f"aarch64_default {pypi_arm} is not one of its aarch64 builds",
+    )
+    for platform in ("x86_64", "aarch64"):
+        for variant in release.builds_for(platform):
             _check(bool(_VARIANT.match(variant)), where, f"bad variant {variant!r}")
             _check(
-                any(table.build(variant, release.version, p) for p in ("x86_64", "aarch64")),
+                table._build_row(variant, release.version, platform) is not None,
                 where,
-                f"no wheel_builds row for {variant}",
+                f"no wheel_builds row for {variant} on {platform}",
             )
             _check(
                 table.cuda(variant_cuda(variant)) is not None, where, f"no cuda row for {variant}"
             )
+
+
+def _check_builds_are_listed(table: CompatTable) -> None:
+    """A build row's range must not claim a release that does not list that build."""
+    for build in table.wheel_builds:
+        low, high = (Version.parse(v) for v in build.torch)
+        for release in table.torch_releases:
+            inside = low <= Version.parse(release.version) <= high
+            _check(
+                not inside or build.variant in release.builds_for(build.platform),
+                f"wheel_builds[{build.variant} {build.platform} {build.torch[0]}-{build.torch[1]}]",
+                f"torch {release.version} is in its range but does not list {build.variant}",
+            )
+
+
+def validate(table: CompatTable) -> CompatTable:
+    _check(table.schema == 1, "schema", f"expected 1, got {table.schema}")
+    _check(bool(_DATE.fullmatch(table.reviewed)), "reviewed", "not a date")
+    _check(bool(table.latest_policy.strip()), "latest_policy", "say which release latest means")
+    _check_sources(table)
+    for release in table.torch_releases:
+        _check_release(table, release)
+    _check_builds_are_listed(table)
     versions = [r.version for r in table.torch_releases]
     _check(len(versions) == len(set(versions)), "torch_releases", "duplicate version")
+    branches = {d.branch for d in table.drivers}
     for os_release in table.operating_systems:
         where = f"operating_systems[{os_release.id} {os_release.version}]"
         _check(os_release.driver_source in table.packages, where, "unknown driver_source")
         for branch in os_release.driver_branches:
             _check(branch in branches, where, f"unknown driver branch {branch}")
+        for branch, version in (os_release.driver_versions or {}).items():
+            _check(branch in os_release.driver_branches, where, f"R{branch} is not offered here")
+            _check_versions(where, version)
+            _check(version.split(".")[0] == branch, where, f"{version} is not an R{branch} driver")
     for driver in table.drivers:
         _check_versions(f"drivers[{driver.branch}]", driver.branch, driver.latest, driver.max_cuda)
     return table

@@ -71,21 +71,44 @@ def match_os(
     """The table row for an OS or the base it derives from (ID_LIKE).
 
     Ubuntu matches its exact release or, for derivatives such as Linux Mint, the Ubuntu codename
-    they are built on; Debian and RHEL-likes match their major release.
+    they are built on; Debian and RHEL-likes match their major release. A release newer than one
+    the table knows (Ubuntu 26.10, Debian 14, Rocky 11) gets the newest known release before it
+    as a best guess: ``is_guess`` says when that happened, so the caller can warn.
     """
     major = version.split(".")[0]
-    for candidate in (os_id, *id_like):
+    for candidate in (os_id, *id_like, *_FAMILY.get(os_id, ())):
         for row in table.operating_systems:
             same_release = row.version in (version, major) or bool(
                 codename and row.codename == codename
             )
             if row.id == candidate and same_release:
                 return row
-        if candidate in ("rhel", "almalinux", "centos"):
-            rhel_like = table.os_release("rocky", major)
-            if rhel_like:
-                return rhel_like
-    return None
+    return _newest_before(table, os_id, version)
+
+
+# RHEL rebuilds that /etc/os-release may not name in ID_LIKE, matched as RHEL.
+_FAMILY: dict[str, tuple[str, ...]] = {"centos": ("rhel",), "ol": ("rhel",)}
+
+
+def _newest_before(table: CompatTable, os_id: str, version: str) -> OsRelease | None:
+    if not is_version(version):
+        return None
+    older = [
+        row
+        for row in table.operating_systems
+        if row.id == os_id and Version.parse(row.version) < Version.parse(version)
+    ]
+    return max(older, key=lambda row: Version.parse(row.version), default=None)
+
+
+def is_guess(row: OsRelease, os_id: str, version: str) -> bool:
+    """Whether ``row`` stands in for a newer release the table does not know."""
+    if not is_version(version) or row.id != os_id:
+        return False
+    major = version.split(".")[0]
+    return row.version not in (version, major) and Version.parse(version) > Version.parse(
+        row.version
+    )
 
 
 def _driver_flavor(facts: HostFacts) -> Flavor | None:
@@ -122,10 +145,15 @@ def target_from_facts(facts: HostFacts, table: CompatTable) -> Target:
         pending = "a pending update"
     os = facts.os
     base = match_os(table, os.id, os.version_id, os.id_like, os.version_codename) if os else None
+    guessed = bool(base and os and is_guess(base, os.id, os.version_id))
     return Target(
         gpus=tuple(gpu.model for gpu in facts.hardware.gpus),
         os_id=base.id if base else facts.os.id if facts.os else None,
-        os_version=base.version if base else facts.os.version_id if facts.os else None,
+        os_version=(os.version_id if guessed and os else base.version)
+        if base
+        else facts.os.version_id
+        if facts.os
+        else None,
         arch=facts.platform.arch,
         driver=driver,
         python=facts.python.system_python,
@@ -164,13 +192,39 @@ def resolve_gpu(query: str) -> GpuModel:
     return found[0]
 
 
-def parse_os(table: CompatTable, spec: str) -> OsRelease:
+def parse_os(table: CompatTable, spec: str) -> tuple[OsRelease, str]:
+    """The table row for ``--os ID:VERSION`` and the version asked for (which a newer, unlisted
+    release keeps, so the recommendation can say it is a best guess)."""
     accepted = ", ".join(f"{o.id}:{o.version}" for o in table.operating_systems)
     os_id, sep, version = spec.partition(":")
     row: OsRelease | None = match_os(table, os_id.lower(), version) if sep and version else None
     if row is None:
-        raise BadInput(f"--os {spec!r}: unknown OS; accepted: {accepted}")
-    return row
+        raise BadInput(
+            f"--os {spec!r}: unknown OS; accepted: {accepted} (or a newer release of one of them)"
+        )
+    return row, version if is_guess(row, os_id.lower(), version) else row.version
+
+
+_GRACE = re.compile(r"\b(GH200|GB200|GB300|GB10)\b")
+
+
+def is_grace(model: GpuModel) -> bool:
+    """Grace Hopper, Grace Blackwell and GB10 superchips: the GPU shares a package with an Arm
+    CPU, so the host is aarch64 [S18][ARM]."""
+    return bool(_GRACE.search(model.name))
+
+
+def resolve_arch(models: Sequence[GpuModel], arch: str | None) -> str:
+    """The CPU architecture: as given, else aarch64 for Grace superchips and x86_64 otherwise."""
+    grace = [m for m in models if is_grace(m)]
+    if arch is None:
+        return "aarch64" if grace and len(grace) == len(models) else "x86_64"
+    if arch == "x86_64" and grace:
+        raise BadInput(
+            f"--arch x86_64: {grace[0].name} is a Grace superchip, whose host CPU is aarch64; "
+            "drop --arch or pass --arch aarch64"
+        )
+    return arch
 
 
 def parse_driver(version: str) -> str:
@@ -191,22 +245,22 @@ def target_from_spec(
     table: CompatTable,
     gpu_queries: Sequence[str],
     os_spec: str,
-    arch: str = "x86_64",
+    arch: str | None = None,
     driver: str | None = None,
     flavor: Flavor | None = None,
     python: str | None = None,
 ) -> Target:
     """A hypothetical host from command-line values; raises BadInput on the first bad one."""
     models = tuple(resolve_gpu(q) for q in gpu_queries)
-    os_row = parse_os(table, os_spec)
+    os_row, os_version = parse_os(table, os_spec)
     if flavor is not None and driver is None:
         raise BadInput("--driver-flavor needs --driver: the flavour of which installed driver?")
     existing = ExistingDriver(parse_driver(driver), flavor) if driver else None
     return Target(
         gpus=models,
         os_id=os_row.id,
-        os_version=os_row.version,
-        arch=arch,
+        os_version=os_version,
+        arch=resolve_arch(models, arch),
         driver=existing,
         python=parse_python(python) if python else os_row.python3,
         secure_boot="disabled",

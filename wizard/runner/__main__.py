@@ -7,6 +7,7 @@ simulation starts ``python -m gpuwizard.sim.runner`` instead, which differs only
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Whatever umask started us (000 in some shells and units): what the steps create, and the
+    # files they download before running them, are never group- or world-writable.
+    os.umask(0o022)
     args = parse(argv)
     host = local_host()
     options = SessionOptions(

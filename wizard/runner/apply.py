@@ -253,7 +253,7 @@ class Applier:
         if planned.reboot:
             return (yield from self.request_reboot(planned, record, facts))
         record = self.journal.update(planned.id, state="running", attempts=record.attempts + 1)
-        yield StepStarted(planned.id, planned.title, record.attempts)
+        yield StepStarted(planned.id, planned.title, record.attempts, self.log_path(planned.id))
         for index in range(record.next_action, len(planned.actions)):
             action = planned.actions[index]
             self.journal.update(planned.id, next_action=index)

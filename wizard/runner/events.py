@@ -43,6 +43,8 @@ class StepStarted:
     step: str
     title: str
     attempt: int
+    log: str | None = None
+    """The step's log file, which a live view follows (its output is there, not in events)."""
 
 
 @dataclass(frozen=True)

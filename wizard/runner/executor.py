@@ -23,7 +23,9 @@ from typing import BinaryIO
 from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
-from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never
+from gpuwizard.paths import DOWNLOADS_DIR
+from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never, uses_downloads
+from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
 
@@ -49,7 +51,6 @@ REPAIR = Run(
     env=APT_ENV,
     timeout_s=3600,
 )
-MAX_EVENT_LINES = 200
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class Executor:
         self.env = {**BASE_ENV, **tools.env, **(env or {})}
         self.sleep = sleep
         self.backups: dict[str, list[tuple[Path, Path | None]]] = {}
+        self.quotas: dict[str, LineQuota] = {}
+        """Each step's share of the event stream (its log file has every line)."""
 
     def log_path(self, step_id: str) -> Path:
         return self.logs_dir / f"{step_id}.log"
@@ -121,6 +124,9 @@ class Executor:
         return outcome
 
     def _carry_out(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
+        if uses_downloads(action):
+            # What is downloaded there is run or installed from there: only root may enter.
+            make_private_dir(self.host.path(DOWNLOADS_DIR))
         match action:
             case Run():
                 return self.run(step_id, action)
@@ -193,6 +199,7 @@ class Executor:
         failpoint("executor.before_run")
         argv = self.tools.resolve(action.argv)
         answers = [Answer(re.compile(pattern), reply) for pattern, reply in action.answers.items()]
+        quota = self.quotas.setdefault(step_id, LineQuota())
         with self._open_log(step_id) as log:
             log.write(f"\n$ {action.display()}\n".encode())
             try:
@@ -200,7 +207,7 @@ class Executor:
                     argv,
                     env={**self.env, **action.env},
                     log=log,
-                    on_lines=lambda lines: self._lines(step_id, lines),
+                    on_lines=lambda lines: self._emit(step_id, quota.take(lines)),
                     answers=answers,
                     secrets=self.secrets,
                     timeout_s=action.timeout_s,
@@ -209,6 +216,8 @@ class Executor:
             except CommandError as error:
                 log.write(f"gpuwizard: {error}\n".encode())
                 return Outcome(False, str(error))
+            finally:
+                self._emit(step_id, quota.finish())  # the lines it ended with name the error
 
     @staticmethod
     def _ok(action: Run, result: RunResult | Outcome) -> bool:
@@ -241,9 +250,9 @@ class Executor:
             else f"pid {found.group(1)}"
         )
 
-    def _lines(self, step_id: str, lines: list[str]) -> None:
-        dropped = max(0, len(lines) - MAX_EVENT_LINES)
-        self.on_lines(step_id, tuple(lines[-MAX_EVENT_LINES:]), dropped)
+    def _emit(self, step_id: str, share: Share | None) -> None:
+        if share is not None:
+            self.on_lines(step_id, share.lines, share.dropped)
 
     def _note(self, step_id: str, text: str) -> None:
         with self._open_log(step_id) as log:

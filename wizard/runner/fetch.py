@@ -1,28 +1,45 @@
 """``gpuwizard-fetch``: download one file safely, for the install steps.
 
-    python -m gpuwizard.runner.fetch URL DEST [--sha256 HEX | --sha256-url URL] [--member NAME] [--dearmor]
+    python -m gpuwizard.runner.fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned)
+                                     [--member NAME] [--dearmor]
 
-The file is written to ``DEST.part`` and moved into place only when complete and, if a digest
-is given, only when it matches; otherwise it is deleted and the exit status is 1, so nothing
-downstream ever runs a truncated or altered download (no ``curl | sh``). ``pypi:NAME==VERSION``
-as URL picks this machine's manylinux wheel from the configured index (PEP 691, PIP_INDEX_URL
-honoured); ``--member`` extracts one file from a wheel; ``--dearmor`` turns an ASCII-armoured
-OpenPGP key into the binary keyring apt's ``signed-by`` expects.
+Every download is checked against what gpuwizard's data pins (``gpuwizard.pins``), never
+against a checksum from the same server: ``--sha256`` for a file, ``--fingerprint`` for a
+repository key (exactly one primary key, that one; ``gpuwizard.runner.keycheck``).
+``--unpinned`` is for the files pins.yaml marks UNCONFIRMED: it is downloaded over HTTPS alone,
+with a warning. Only ``https://`` is fetched, and a redirect that leaves https is refused. The
+file streams into a private temporary file beside DEST (hashed as it arrives) and is moved into
+place only when complete and checked; otherwise it is deleted and the exit status is 1, so
+nothing downstream ever runs a truncated or altered download (no ``curl | sh``). Files for
+gpuwizard's download folder land in a folder only root can enter (0700).
+
+``pypi:NAME==VERSION`` as URL picks this machine's manylinux wheel from the configured index
+(PEP 691, PIP_INDEX_URL honoured); ``--member`` extracts one file from a wheel; ``--dearmor``
+turns an ASCII-armoured key into the binary keyring apt's ``signed-by`` expects.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import contextlib
 import hashlib
-import io
 import json
 import os
 import platform
 import sys
+import tempfile
+import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterator
+from http.client import HTTPMessage
 from pathlib import Path
+from typing import IO, BinaryIO
+from urllib.parse import urlsplit
+
+from gpuwizard.paths import DOWNLOADS_DIR
+from gpuwizard.runner.files import make_private_dir
+from gpuwizard.runner.keycheck import KeyRefused, checked_key
 
 CHUNK = 1 << 20
 
@@ -31,14 +48,41 @@ class FetchError(RuntimeError):
     """Why the download was refused; printed as one line."""
 
 
+class HttpsOnly(urllib.request.HTTPRedirectHandler):
+    """Follows redirects only to https: a downgrade to http (or to file:, ftp:) is refused."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if urlsplit(newurl).scheme != "https":
+            raise FetchError(f"{req.full_url} redirects to {newurl}, which is not https: refused")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def opener() -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(HttpsOnly)
+
+
+def require_https(url: str) -> None:
+    if urlsplit(url).scheme != "https":
+        raise FetchError(f"{url} is not an https URL: gpuwizard downloads over https only")
+
+
 def resolve_pypi(spec: str) -> str:
     """pypi:uv==0.13.9 -> the URL of this machine's manylinux wheel of that release."""
     name, _, version = spec.removeprefix("pypi:").partition("==")
     index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+    require_https(index)
     request = urllib.request.Request(
         f"{index}/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
     )
-    with urllib.request.urlopen(request, timeout=60) as response:
+    with opener().open(request, timeout=60) as response:
         files = json.load(response)["files"]
     tag = f"manylinux_2_17_{platform.machine()}"
     for entry in files:
@@ -48,76 +92,100 @@ def resolve_pypi(spec: str) -> str:
     raise FetchError(f"the index has no {tag} wheel of {name} {version}")
 
 
-def download(url: str) -> bytes:
-    buffer = io.BytesIO()
-    with urllib.request.urlopen(url, timeout=120) as response:
+def stream(url: str, out: BinaryIO) -> str:
+    """Write the body of ``url`` to ``out``; its SHA-256 (hex)."""
+    require_https(url)
+    digest = hashlib.sha256()
+    size = 0
+    with opener().open(url, timeout=120) as response:
         expected = response.headers.get("Content-Length")
         while chunk := response.read(CHUNK):
-            buffer.write(chunk)
-    data = buffer.getvalue()
-    if expected is not None and len(data) != int(expected):
-        raise FetchError(f"download ended early: {len(data)} of {expected} bytes")
-    return data
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    if expected is not None and size != int(expected):
+        raise FetchError(f"download ended early: {size} of {expected} bytes")
+    return digest.hexdigest()
 
 
-def dearmor(data: bytes) -> bytes:
-    lines = data.decode("ascii", "replace").splitlines()
-    try:
-        start = next(
-            i
-            for i, line in enumerate(lines)
-            if line.startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----")
-        )
-    except StopIteration:
-        return data  # already binary
-    body = []
-    for line in lines[start + 1 :]:
-        if line.startswith(("-----END", "=")):
-            break
-        if line.strip() and ":" not in line:
-            body.append(line.strip())
-    return base64.b64decode("".join(body))
-
-
-def verify(data: bytes, sha256: str | None, sha256_url: str | None) -> None:
-    want = sha256 or (download(sha256_url).decode().split()[0] if sha256_url else None)
-    if want is None:
-        return
-    got = hashlib.sha256(data).hexdigest()
+def check_sha256(got: str, want: str) -> None:
     if got.lower() != want.lower():
         raise FetchError(
-            f"SHA-256 mismatch: got {got}, expected {want}; the file was deleted and not used"
+            f"SHA-256 mismatch: got {got}, pinned {want}; the file was deleted and not used"
         )
 
 
-def fetch(
-    url: str,
-    destination: Path,
-    sha256: str | None,
-    sha256_url: str | None,
-    member: str | None,
-    armored: bool,
-) -> int:
+@contextlib.contextmanager
+def staged(destination: Path) -> Iterator[tuple[BinaryIO, Path]]:
+    """A private temporary file beside ``destination`` (0600, a new name): removed unless kept."""
+    folder = destination.parent
+    if str(folder) == DOWNLOADS_DIR:
+        make_private_dir(folder)  # what is downloaded there is run from there: root only
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=folder, prefix=f".{destination.name}.", suffix=".part")
+    part = Path(name)
+    try:
+        with os.fdopen(fd, "w+b") as handle:
+            yield handle, part
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def fetch(url: str, destination: Path, check: Check, member: str | None, armored: bool) -> int:
     source = resolve_pypi(url) if url.startswith("pypi:") else url
     sys.stdout.write(f"fetching {source}\n")
-    data = download(source)
-    verify(data, sha256, sha256_url)
-    mode = 0o644
-    if member:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            data = archive.read(member)
-        mode = 0o755
-    if armored:
-        data = dearmor(data)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    part = destination.with_name(destination.name + ".part")
-    part.write_bytes(data)
-    part.chmod(mode)
-    part.replace(destination)
-    sys.stdout.write(
-        f"saved {destination} ({len(data)} bytes{', SHA-256 verified' if sha256 or sha256_url else ''})\n"
-    )
-    return len(data)
+    with staged(destination) as (handle, part):
+        got = stream(source, handle)
+        if check.sha256:
+            check_sha256(got, check.sha256)
+        handle.flush()
+        data = b""
+        if member or check.fingerprint:
+            handle.seek(0)
+            data = handle.read()
+        if member:
+            with zipfile.ZipFile(handle) as archive:
+                data = archive.read(member)
+        if check.fingerprint:
+            keyring = checked_key(data, check.fingerprint)
+            data = keyring if armored else data
+        if member or (check.fingerprint and armored):
+            handle.seek(0)
+            handle.truncate()
+            handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+        part.chmod(0o755 if member else 0o644)
+        part.replace(destination)
+    sys.stdout.write(f"saved {destination} ({check.said()})\n")
+    if check.unpinned:
+        sys.stderr.write(check.warning(source))
+    return 0
+
+
+class Check:
+    """How the file is checked: its pinned SHA-256, a key's fingerprint, or nothing (UNCONFIRMED)."""
+
+    def __init__(self, sha256: str | None, fingerprint: str | None, unpinned: bool) -> None:
+        if [bool(sha256), bool(fingerprint), unpinned].count(True) != 1:
+            raise FetchError("give exactly one of --sha256, --fingerprint and --unpinned")
+        self.sha256, self.fingerprint, self.unpinned = sha256, fingerprint, unpinned
+
+    def said(self) -> str:
+        if self.sha256:
+            return "SHA-256 verified against gpuwizard's pin"
+        if self.fingerprint:
+            return f"key fingerprint {self.fingerprint} verified"
+        return "NOT verified: no pinned checksum (UNCONFIRMED)"
+
+    @staticmethod
+    def warning(url: str) -> str:
+        host = urlsplit(url).hostname or url
+        return (
+            f"gpuwizard-fetch: WARNING: {url} has no pinned checksum in gpuwizard's data "
+            f"(UNCONFIRMED); it was trusted on HTTPS to {host} alone\n"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,20 +194,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("url")
     parser.add_argument("destination", type=Path)
-    check = parser.add_mutually_exclusive_group()
-    check.add_argument("--sha256")
-    check.add_argument("--sha256-url")
+    parser.add_argument("--sha256")
+    parser.add_argument("--fingerprint")
+    parser.add_argument("--unpinned", action="store_true")
     parser.add_argument("--member")
     parser.add_argument("--dearmor", action="store_true")
     args = parser.parse_args(argv)
-    partial = args.destination.with_name(args.destination.name + ".part")
     try:
-        fetch(args.url, args.destination, args.sha256, args.sha256_url, args.member, args.dearmor)
-    except (FetchError, OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
-        partial.unlink(missing_ok=True)
-        sys.stderr.write(f"gpuwizard-fetch: {error}\n")
+        check = Check(args.sha256, args.fingerprint, args.unpinned)
+        if args.dearmor and not args.fingerprint:
+            raise FetchError("--dearmor is for keys, which are checked with --fingerprint")
+        return fetch(args.url, args.destination, check, args.member, args.dearmor)
+    except (FetchError, KeyRefused, OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        sys.stderr.write(f"gpuwizard-fetch: {reason}\n")
         return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Screen state is a fold over events, so attaching, reattaching after an SSH drop and starting
 fresh are the same code (A2). A file that shrank or was replaced restarts from offset 0 with a
-notice; a torn last line waits for its end; an unreadable line is reported, never fatal.
+notice; a torn last line waits for its end; an unreadable line is reported, never fatal. One poll
+reads at most ``READ_BYTES``, so a long history is replayed in steps, never held whole.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class BadLine:
 
 
 Item = Envelope | Restarted | BadLine
+READ_BYTES = 1024 * 1024
 
 
 class EventFollower:
@@ -55,13 +57,7 @@ class EventFollower:
         self.inode = stat.st_ino
         if stat.st_size == self.offset:
             return items
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.lseek(fd, self.offset, os.SEEK_SET)
-            data = os.read(fd, stat.st_size - self.offset)
-        finally:
-            os.close(fd)
-        self.offset += len(data)
+        data = self._read(stat.st_size)
         *lines, self.partial = (self.partial + data).split(b"\n")
         for raw in lines:
             text = raw.decode("utf-8", "replace")
@@ -71,13 +67,29 @@ class EventFollower:
                 items.append(BadLine(text[:200], str(error)))
         return items
 
+    def _read(self, size: int) -> bytes:
+        """The next READ_BYTES or so: more only to finish a line that is longer."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            data = b""
+            while self.offset < size and (not data or b"\n" not in data):
+                chunk = os.pread(fd, min(size - self.offset, READ_BYTES), self.offset)
+                if not chunk:
+                    break
+                data += chunk
+                self.offset += len(chunk)
+            return data
+        finally:
+            os.close(fd)
+
     def follow(self, until: Callable[[], bool], interval_s: float = 0.1) -> Iterator[Item]:
         """Yield items until ``until()`` is true after a poll that found nothing new."""
         while True:
             items = self.poll()
             yield from items
             if not items and until():
-                yield from self.poll()
+                while rest := self.poll():  # what was written before it ended
+                    yield from rest
                 return
             if not items:
                 time.sleep(interval_s)

@@ -13,10 +13,10 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, Protocol
+from typing import BinaryIO, Literal, Protocol, overload
 
 import pexpect
 
@@ -25,7 +25,8 @@ from gpuwizard.runner.procgroup import kill_group, signal_name
 from gpuwizard.runner.ptytext import Display, Scrubber
 
 TimedOut = Literal["silence", "deadline"]
-LineSink = Callable[[list[str]], None]
+LineSink = Callable[[Sequence[str]], None]
+"""Receives display lines in batches; a line is cleaned only when the sink reads it."""
 
 READ_SIZE = 65536
 POLL_S = 0.05
@@ -249,18 +250,20 @@ class _Outlet:
     def __init__(self, log: BinaryIO, on_lines: LineSink | None) -> None:
         self._log = log
         self._on_lines = on_lines
-        self._pending: list[str] = []
+        self._pending: list[Sequence[str]] = []
+        self._count = 0
         self._flushed_at = self._emitted_at = time.monotonic()
 
     def write(self, data: bytes) -> None:
         if data:
             self._log.write(data)
 
-    def lines(self, lines: list[str]) -> None:
+    def lines(self, lines: Sequence[str]) -> None:
         if self._on_lines is None or not lines:
             return
-        self._pending.extend(lines)
-        if len(self._pending) >= BATCH_LINES:
+        self._pending.append(lines)
+        self._count += len(lines)
+        if self._count >= BATCH_LINES:
             self._emit(time.monotonic())
 
     def tick(self, now: float) -> None:
@@ -277,10 +280,48 @@ class _Outlet:
         self._flushed_at = time.monotonic()
 
     def _emit(self, now: float) -> None:
-        batch, self._pending = self._pending, []
+        blocks, self._pending, self._count = self._pending, [], 0
         self._emitted_at = now
-        if batch and self._on_lines is not None:
-            self._on_lines(batch)
+        if blocks and self._on_lines is not None:
+            self._on_lines(blocks[0] if len(blocks) == 1 else Joined(blocks))
+
+
+class Joined(Sequence[str]):
+    """Several blocks of display lines read as one batch, without reading (cleaning) them all."""
+
+    def __init__(self, blocks: list[Sequence[str]]) -> None:
+        self._blocks = blocks
+        self._len = sum(len(block) for block in blocks)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return self._span(start, stop)
+        position = range(self._len)[index]  # IndexError as a list would raise it
+        return self._span(position, position + 1)[0]
+
+    def _span(self, start: int, stop: int) -> list[str]:
+        found: list[str] = []
+        offset = 0
+        for block in self._blocks:
+            end = offset + len(block)
+            if end > start and offset < stop:
+                found.extend(block[max(0, start - offset) : min(len(block), stop - offset)])
+            offset = end
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        for block in self._blocks:
+            yield from block
 
 
 class _Prompter:

@@ -2,28 +2,25 @@
 
 ``Scrubber`` masks secrets in the byte stream (holding back a tail that may begin one);
 ``Display`` turns raw bytes into display lines: decoded incrementally (a character split across
-reads comes out whole), ANSI escapes and control characters dropped, carriage-return redraws
-collapsed to what the terminal would show, overlong lines wrapped. Pure: no I/O.
+reads comes out whole), cleaned by gpuwizard's one sanitiser (``gpuwizard.safetext``: escapes,
+control and format characters dropped, carriage-return redraws collapsed to what the terminal
+would show), overlong lines wrapped. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import codecs
-import re
 from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from gpuwizard.safetext import clean
 
 MASK = "********"
 MASK_BYTES = MASK.encode()
 LAST_LINES = 20
 MAX_LINE_CHARS = 65536
 """Longer display lines are wrapped, as a terminal would, so memory stays bounded (T28)."""
-
-# CSI, OSC (ended by BEL or ST), DCS/PM/APC strings, and two-character escapes. None may span a
-# newline, so an unterminated sequence cannot swallow the lines after it.
-ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])"
-)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
 class Scrubber:
@@ -67,33 +64,40 @@ def prefix_overlap(data: bytes, secret: bytes) -> int:
     return 0
 
 
-def clean(text: str) -> str:
-    """Display form: no ANSI escapes, no control characters, CR redraws collapsed."""
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
-    if "\r" in text:
-        text = collapse(text)
-    return CONTROL.sub("", text)
-
-
-def collapse(text: str) -> str:
-    text = text.replace("\r\n", "\n").rstrip("\r")
-    if "\r" not in text:
-        return text
-    return "\n".join(last_redraw(line) if "\r" in line else line for line in text.split("\n"))
-
-
-def last_redraw(line: str) -> str:
-    drawn = [part for part in line.split("\r") if part]
-    return drawn[-1] if drawn else ""
-
-
 def compact(partial: str) -> str:
     """Drop redraws already overwritten, so a progress bar without a newline stays small."""
     if "\r" not in partial:
         return partial
     cut = partial.rstrip("\r").rfind("\r")
     return partial[cut + 1 :] if cut >= 0 else partial
+
+
+class CleanLines(Sequence[str]):
+    """Display lines cleaned when read: a flood's lines are split and counted, and only the ones
+    someone keeps (the event stream's share, the last lines) are ever cleaned."""
+
+    def __init__(self, raw: list[str], scrubber: Scrubber) -> None:
+        self._raw = raw
+        self._scrubber = scrubber
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._clean(raw) for raw in self._raw[index]]
+        return self._clean(self._raw[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._clean(raw) for raw in self._raw)
+
+    def _clean(self, raw: str) -> str:
+        # Per line is the same as per chunk: no escape sequence or redraw spans a newline.
+        return self._scrubber.text(clean(raw))
 
 
 class Display:
@@ -104,14 +108,15 @@ class Display:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._scrubber = scrubber
         self._partial = ""
-        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self._last: deque[Sequence[str]] = deque()
+        """The newest blocks of lines, just enough to hold the last LAST_LINES (read at the end)."""
         self.lines_done = 0
 
-    def feed(self, data: bytes) -> list[str]:
+    def feed(self, data: bytes) -> CleanLines:
         return self._split(self._partial + self._decoder.decode(data))
 
     def finish(self) -> list[str]:
-        lines = self._split(self._partial + self._decoder.decode(b"", final=True))
+        lines = list(self._split(self._partial + self._decoder.decode(b"", final=True)))
         tail = self.tail()
         self._partial = ""
         if tail:
@@ -122,17 +127,27 @@ class Display:
     def tail(self) -> str:
         return self._scrubber.text(clean(self._partial))
 
-    def _split(self, buf: str) -> list[str]:
+    def _split(self, buf: str) -> CleanLines:
         cut = buf.rfind("\n")
-        lines = self._scrubber.text(clean(buf[:cut])).split("\n") if cut >= 0 else []
+        raw = buf[:cut].split("\n") if cut >= 0 else []
         rest = compact(buf[cut + 1 :])
         while len(rest) > MAX_LINE_CHARS:
-            lines.append(self._scrubber.text(clean(rest[:MAX_LINE_CHARS])))
+            raw.append(rest[:MAX_LINE_CHARS])
             rest = rest[MAX_LINE_CHARS:]
         self._partial = rest
+        lines = CleanLines(raw, self._scrubber)
         self._record(lines)
         return lines
 
-    def _record(self, lines: list[str]) -> None:
-        self.last.extend(lines)
+    @property
+    def last(self) -> list[str]:
+        """The last <= LAST_LINES display lines."""
+        lines = [line for block in self._last for line in block[-LAST_LINES:]]
+        return lines[-LAST_LINES:]
+
+    def _record(self, lines: Sequence[str]) -> None:
+        if lines:
+            self._last.append(lines)
+            while sum(len(block) for block in list(self._last)[1:]) >= LAST_LINES:
+                self._last.popleft()
         self.lines_done += len(lines)

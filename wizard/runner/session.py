@@ -41,6 +41,7 @@ from gpuwizard.runner.lock import (
     write_run_record,
 )
 from gpuwizard.runner.secrets import SocketSecrets
+from gpuwizard.safetext import one_line
 from gpuwizard.steps import build_steps
 
 
@@ -83,7 +84,10 @@ def last_seq(path: Path) -> int:
 
 
 def banner_text(run_id: str, why: str) -> str:
-    message = f"gpuwizard: the GPU setup {run_id} is not finished ({why[:200]}). Run gpuwizard to see where it stands."
+    # Printed at every login: the reason may quote a command's output, so only its clean text.
+    reason = one_line(why)[:200]
+    run = one_line(run_id)
+    message = f"gpuwizard: the GPU setup {run} is not finished ({reason}). Run gpuwizard to see where it stands."
     return (
         "# Written by gpuwizard while a setup is unfinished; removed when it is done.\n"
         f"[ -t 1 ] && printf '\\n  %s\\n\\n' {shlex.quote(message)}\n"

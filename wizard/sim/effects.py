@@ -188,21 +188,60 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
     index = next((args[i + 1] for i, a in enumerate(args) if a == "--index-url"), "")
     local = index.rsplit("/", 1)[-1] if "download.pytorch.org" in index else ""
     lines = [f"Looking in indexes: {index}"] if index else []
-    for pin in (a for a in args if "==" in a):
-        name, version = pin.split("==")
+    installed = []
+    for pin in (a for a in args if "==" in a or a.endswith(".whl")):
+        name, version, variant = wheel_or_pin(pin, local)
         tag = f"+{local}" if local and name in ("torch", "torchvision", "torchaudio") else ""
         for old in site.glob(f"{name}-*.dist-info"):
             old.rmdir()
         (site / f"{name}-{version}{tag}.dist-info").mkdir()
         if name == "torch":  # what the doctor reads: torch.__version__ and torch.version.cuda
-            write_torch_version(site, f"{version}{tag}", local)
-        lines.append(
-            f"Collecting {pin}\n  Downloading {name}-{version}{tag}-cp{python.replace('.', '')}-linux_x86_64.whl"
+            write_torch_version(site, f"{version}{tag}", variant)
+        shown = (
+            pin
+            if pin.endswith(".whl")
+            else f"{pin}\n  Downloading {name}-{version}{tag}-cp{python.replace('.', '')}-linux_x86_64.whl"
         )
-    lines.append(
-        "Successfully installed " + " ".join(a.replace("==", "-") for a in args if "==" in a)
-    )
+        lines.append(f"{'Processing' if pin.endswith('.whl') else 'Collecting'} {shown}")
+        installed.append(f"{name}-{version}")
+    lines.append("Successfully installed " + " ".join(installed))
     return lines
+
+
+def wheel_or_pin(word: str, local: str) -> tuple[str, str, str]:
+    """(name, version, CUDA variant) of ``name==version`` or of a wheel file's path.
+
+    A checked wheel lies in a folder named after its set (``torch-2.14.1-cu130``): PyPI's torch
+    wheel carries no ``+cu130``, but the build it is has that variant's CUDA.
+    """
+    if not word.endswith(".whl"):
+        name, version = word.split("==")
+        return name, version, local
+    folder, file = word.rsplit("/", 2)[-2:]
+    name, version = file.split("-")[:2]
+    found = re.search(r"-(cu\d+)$", folder)
+    return name, version, found.group(1) if found else ""
+
+
+def pip_download(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
+    """pip download --require-hashes -r FILE --dest DIR: each set's wheel for this Python.
+
+    The wheel named in the file's ``# wheel`` lines for the environment's Python; its content is
+    a stand-in (the hashes are pip's to check, and only a real download has them).
+    """
+    python = "cp" + (env_python(sandbox, env) or "3.12").replace(".", "")
+    uname = sandbox.json("commands.json", {}).get("uname -m", {})
+    arch = str(uname.get("stdout", "x86_64")).strip() or "x86_64"
+    dest = sandbox.path(args[args.index("--dest") + 1])
+    text = sandbox.path(args[args.index("-r") + 1]).read_text()
+    dest.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for line in text.splitlines():
+        found = re.fullmatch(r"# wheel (\S+\.whl) sha256:[0-9a-f]{64}", line)
+        if found and f"-{python}-{python}-" in found.group(1) and arch in found.group(1):
+            (dest / found.group(1)).write_text(f"simulated wheel {found.group(1)}\n")
+            lines.append(f"Saved {relative(dest / found.group(1), sandbox)}")
+    return [*lines, "Successfully downloaded"]
 
 
 def write_torch_version(site: Path, version: str, variant: str) -> None:

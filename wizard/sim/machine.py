@@ -75,7 +75,7 @@ class SimProbes:
 
     def package_list(self, state: SimState) -> Output:
         lines = [
-            f"{name}\t{version}\tii \n"
+            f"{name}\t{version}\t{'hi' if name in state.held else 'ii'} \n"
             for name, version in sorted(state.packages.items())
             if any(fnmatch.fnmatch(name, pattern) for pattern in PACKAGE_PATTERNS)
         ]

@@ -1,6 +1,8 @@
 """Run an exported deploy.sh against a simulated host, under the real bash.
 
-The script gets an environment in which nothing real can change (ARCHITECTURE M3, M4):
+The script is the test build (``render_bash(source, test_build=True)``); the one a person runs
+has none of the hooks below. It gets an environment in which nothing real can change
+(ARCHITECTURE M3, M4):
 
 - ``GPUWIZARD_SHIM`` names a wrapper that hands every planned command to the shim, as the
   runner's ``Tools.shim`` does, so absolute programs (``/opt/gpuwizard/envs/x/bin/python``) are

@@ -8,6 +8,7 @@ be tested for real.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--reboot-now", action="store_true")
     args = parser.parse_args(argv)
+    os.umask(0o022)  # as the real runner: the simulated machine gets the same modes
     place = place_for(args.profile, args.home)
     tools = sim_tools(place)
     return run_session(

@@ -46,8 +46,10 @@ class SimState:
     dpkg_interrupted: bool = False
     cloud_init: str = "done"
     mok: str = "no-key"
-    mok_password_sha256: str = ""
-    """What MokManager will ask for at the console: a digest, never the password itself."""
+    mok_console_matches: bool = False
+    """Whether the password given to ``mokutil --import`` is the one the person will type at
+    MokManager on the console (the scenario's, else the same). Only this answer is kept: the
+    simulation stores no password and no hash of one."""
     initramfs_blacklists_nouveau: bool = False
     """The initramfs was rebuilt while a nouveau blacklist existed."""
     reboots: int = 0

@@ -2,7 +2,8 @@
 ``python -m gpuwizard.sim.script_tools TOOL ARGS``.
 
 deploy.sh redoes gpuwizard-fetch with curl and sha256sum (and python3 to take one file out of a
-wheel). Here curl serves simulated downloads: the same text the shim's gpuwizard-fetch writes,
+wheel, and to check a key's fingerprint). Here curl serves simulated downloads: the same text the
+shim's gpuwizard-fetch writes,
 a package index listing the releases gpuwizard pins, and ``.sha256`` files that match; sha256sum
 reports a simulated download's *published* digest (the one the plan pins), since no simulated
 file can have it. Any other python3 call goes to the shim. Every call is logged to calls.jsonl,
@@ -18,9 +19,10 @@ import re
 import sys
 from pathlib import Path
 
+from gpuwizard.pins import pin_for
 from gpuwizard.sim import shim
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox
-from gpuwizard.steps.install_python import UV_SHA256, UV_VERSION
+from gpuwizard.steps.install_python import UV_SPEC, UV_VERSION
 
 SIMULATED = "simulated download of "
 WHEEL_HOST = "https://files.pythonhosted.org/packages/sim"
@@ -33,8 +35,9 @@ def wheel_name(name: str, version: str, arch: str) -> str:
 
 PINNED_RELEASES = {"uv": (UV_VERSION,)}
 """What the simulated package index holds: the releases gpuwizard's steps pin."""
+ARCHES = ("x86_64", "aarch64")
 PUBLISHED_SHA256 = {
-    wheel_name("uv", UV_VERSION, arch): digest for arch, digest in UV_SHA256.items()
+    wheel_name("uv", UV_VERSION, arch): pin_for(UV_SPEC, arch).sha256 for arch in ARCHES
 }
 """The digests the real files have, which the plan pins."""
 
@@ -48,7 +51,7 @@ def index_listing(name: str) -> bytes | None:
     """A PEP 691 JSON page of the simulated index, or None for a project it does not hold."""
     if name not in PINNED_RELEASES:
         return None
-    wheels = [wheel_name(name, v, arch) for v in PINNED_RELEASES[name] for arch in UV_SHA256]
+    wheels = [wheel_name(name, v, arch) for v in PINNED_RELEASES[name] for arch in ARCHES]
     files = [{"filename": wheel, "url": f"{WHEEL_HOST}/{wheel}"} for wheel in wheels]
     return json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": files}).encode()
 
@@ -109,6 +112,32 @@ def is_member_extraction(args: list[str]) -> bool:
     return len(args) == 4 and args[0] == "-c" and "zipfile" in args[1]
 
 
+def is_key_check(args: list[str]) -> bool:
+    """deploy.sh's ``python3 -c "$GW_KEYCHECK" FILE FINGERPRINT [--dearmor]``."""
+    return len(args) in (4, 5) and args[0] == "-c" and "def checked_key" in args[1]
+
+
+def is_helper(args: list[str]) -> bool:
+    """A python3 call deploy.sh makes itself, not one of the plan's commands."""
+    return is_member_extraction(args) or is_key_check(args)
+
+
+def key_check(args: list[str]) -> int:
+    """A simulated key passes when the fingerprint asked for is the one gpuwizard pins for its
+    URL (as sha256sum reports a simulated file's published digest); it stays as downloaded, as
+    the wizard's own simulated download does."""
+    text = Path(args[2]).read_text(encoding="utf-8", errors="replace")
+    url = text[len(SIMULATED) :].strip() if text.startswith(SIMULATED) else ""
+    try:
+        pinned = pin_for(url).fingerprint if url else None
+    except LookupError:
+        pinned = None
+    if pinned is None or pinned != args[3]:
+        sys.stderr.write(f"{args[2]}: the key is not the pinned one; it was not used\n")
+        return 1
+    return 0
+
+
 def extract_member(args: list[str]) -> int:
     """A simulated wheel holds no archive: its one member is its own simulated content."""
     sys.stdout.buffer.write(Path(args[2]).read_bytes())
@@ -117,7 +146,7 @@ def extract_member(args: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     tool, args = argv[0], argv[1:]
-    if tool == "python3" and not is_member_extraction(args):
+    if tool == "python3" and not is_helper(args):
         return shim.main(argv)
     shim.log_call(Sandbox(Path(os.environ[SIM_ENV])), tool, args)
     if tool == "curl":
@@ -125,7 +154,7 @@ def main(argv: list[str]) -> int:
     if tool == "sha256sum":
         return sha256sum(args)
     if tool == "python3":
-        return extract_member(args)
+        return key_check(args) if is_key_check(args) else extract_member(args)
     sys.stderr.write(f"{tool}: no stand-in in the simulation\n")
     return 127
 

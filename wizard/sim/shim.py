@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -209,8 +210,11 @@ def mokutil(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimStat
         second = _ask("input password again: ", echo)
         if first != second or not first:
             return state, ["Password doesn't match"], 1
-        digest = hashlib.sha256(first.encode("utf-8")).hexdigest()
-        return dataclasses.replace(state, mok="pending", mok_password_sha256=digest), [], 0
+        # Compared now and forgotten: the sandbox keeps whether it matches, nothing derived from it.
+        console = sandbox.scenario().get("mok_console_password_sha256")
+        typed = hashlib.sha256(first.encode("utf-8")).hexdigest()
+        matches = console is None or hmac.compare_digest(str(console), typed)
+        return dataclasses.replace(state, mok="pending", mok_console_matches=matches), [], 0
     return state, [], 0
 
 
@@ -286,11 +290,16 @@ def cloud_init(
 
 
 def fetch(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+    """gpuwizard-fetch: the file arrives as a stand-in; no simulated file has its pinned checksum,
+    so the check is the real tool's (tests/runner), and here only its words are kept."""
     url, destination = args[0], args[1]
     effects.touch(sandbox, destination, f"simulated download of {url}\n")
     if "--member" in args:
         sandbox.path(destination).chmod(0o755)
-    return state, [f"fetching {url}", f"saved {destination}"], 0
+    lines = [f"fetching {url}", f"saved {destination}"]
+    if "--unpinned" in args:
+        lines.append(f"gpuwizard-fetch: WARNING: {url} has no pinned checksum (UNCONFIRMED)")
+    return state, lines, 0
 
 
 def python(
@@ -303,6 +312,8 @@ def python(
     env = program.rsplit("/bin/", 1)[0]
     if args[:3] == ["-m", "pip", "install"]:
         return state, effects.pip_install(sandbox, env, args[3:]), 0
+    if args[:3] == ["-m", "pip", "download"]:
+        return state, effects.pip_download(sandbox, env, args[3:]), 0
     if args[:1] == ["-c"]:
         return verify(sandbox, state, env, args[2], int(args[3]))
     return state, [], 0

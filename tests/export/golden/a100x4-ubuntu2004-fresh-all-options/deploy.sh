@@ -2,7 +2,7 @@
 # deploy.sh: set up this server for PyTorch the way gpuwizard planned it.
 #
 # Made by gpuwizard 0.1.0 from its plan for: 4x A100 SXM4 40GB, Ubuntu 20.04.6 LTS
-#   driver: install R550 (proprietary)
+#   driver: install R570 (open)
 #   pytorch: torch 2.14.1 (cu126), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.12, standalone)
 #   fit: after the changes this plan makes first
@@ -37,13 +37,14 @@
 #   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.
 #   Steps that had nothing to do on the machine above are left out (see the comments
 #   below): run this on the same kind of machine, made from the same image.
-# GPUWIZARD_ROOT and GPUWIZARD_SHIM serve gpuwizard's tests and simulation: leave them unset.
 set -Eeuo pipefail
 
-readonly GW_STATE="${GPUWIZARD_ROOT:-}/var/lib/gpuwizard"
+umask 022  # nothing this script creates is group- or world-writable, whatever called it
+readonly GW_STATE="/var/lib/gpuwizard"
+readonly GW_DOWNLOADS="/var/cache/gpuwizard"
 readonly GW_MARKERS="$GW_STATE/deploy"
 readonly GW_UNIT=gpuwizard-deploy.service
-readonly GW_UNIT_FILE="${GPUWIZARD_ROOT:-}/etc/systemd/system/$GW_UNIT"
+readonly GW_UNIT_FILE="/etc/systemd/system/$GW_UNIT"
 readonly GW_INSTALLED_SCRIPT="$GW_STATE/deploy.sh"
 gw_reboot_now=0
 gw_resume_unit=0
@@ -91,7 +92,7 @@ gw_parse_args() {
 
 gw_start() {
   gw_parse_args "$@"
-  if [[ $EUID -ne 0 && -z ${GPUWIZARD_SHIM:-} ]]; then
+  if [[ $EUID -ne 0 ]]; then
     gw_die "run me as root: sudo bash $0"
   fi
   mkdir -p -- "$GW_MARKERS"
@@ -101,7 +102,7 @@ gw_start() {
 }
 
 gw_boot_id() {
-  local file="${GPUWIZARD_ROOT:-}/proc/sys/kernel/random/boot_id" id=''
+  local file="/proc/sys/kernel/random/boot_id" id=''
   if [[ -r $file ]]; then read -r id <"$file" || true; fi
   printf '%s\n' "$id"
 }
@@ -182,7 +183,7 @@ gw_run() {
     (
       trap - ERR
       for assignment in "${assignments[@]}"; do export "${assignment?}"; done
-      exec -- ${GPUWIZARD_SHIM:+"$GPUWIZARD_SHIM"} "$@"
+      exec -- "$@"
     ) <"$stdin" || status=$?
     if [[ " $ok " == *" $status "* ]]; then return 0; fi
     if ((attempt >= retries)); then return "$status"; fi
@@ -195,22 +196,24 @@ gw_run() {
 # gw_replies REPLY...: the answers to a command's prompts, one line each, in the plan's order.
 gw_replies() { printf '%s\n' "$@"; }
 
-# gw_read_secret VAR ENVNAME PROMPT: a secret from the environment, else typed twice on the
-# terminal. It stays in this shell's memory: never in a file, an argument or the environment.
+# gw_read_secret VAR GIVEN ENVNAME PROMPT: the secret given in the environment as ENVNAME (moved
+# into the shell variable GIVEN at the top of the script), else typed twice on the terminal. It
+# stays in this shell's memory: never in a file, an argument or the environment.
 gw_read_secret() {
   local value again
   if [[ -n ${!2:-} ]]; then
     printf -v "$1" '%s' "${!2}"
+    printf -v "$2" '%s' ''
     return 0
   fi
   if ! { true </dev/tty; } 2>/dev/null; then
-    gw_die "$3: there is no terminal to ask on; set $2 in the environment instead"
+    gw_die "$4: there is no terminal to ask on; set $3 in the environment instead"
   fi
-  read -rs -p "$3: " value </dev/tty
+  read -rs -p "$4: " value </dev/tty
   printf '\n' >&2
   read -rs -p "Again, to be sure: " again </dev/tty
   printf '\n' >&2
-  [[ -n $value && $value == "$again" ]] || gw_die "$3: the two entries differ or are empty; run again"
+  [[ -n $value && $value == "$again" ]] || gw_die "$4: the two entries differ or are empty; run again"
   printf -v "$1" '%s' "$value"
 }
 
@@ -228,14 +231,14 @@ gw_write() {
     shift
   done
   folder=$(dirname -- "$path")
-  mkdir -p -- "$folder"
+  gw_folder "$folder"
   tmp=$(mktemp -- "$folder/.gpuwizard-tmp.XXXXXX")
   cat >"$tmp"
   if ((trim)); then truncate -s -1 -- "$tmp"; fi
   chmod -- "$mode" "$tmp"
   if ((backup)); then gw_back_up "$path" "$tmp"; fi
   mv -f -- "$tmp" "$path"
-  gw_say "    wrote ${path#"${GPUWIZARD_ROOT:-}"} (mode $mode)"
+  gw_say "    wrote $path (mode $mode)"
 }
 
 # Keep the previous file as PATH.gpuwizard-bak, as the wizard does, and put it back if the step
@@ -264,17 +267,36 @@ gw_restore_backups() {
   done
 }
 
-# gw_fetch URL DEST [--sha256 HEX | --sha256-url URL] [--member NAME] [--dearmor]: what
-# gpuwizard-fetch does, with curl and sha256sum: download to DEST.part, check the digest (a
-# mismatch deletes the file and fails the step), optionally take one file out of a wheel or
-# dearmor an OpenPGP key, and only then move it into place.
+# gw_folder DIR: make a folder for a file; the download folder only root may enter, since what is
+# downloaded there is run or installed from there.
+gw_folder() {
+  if [[ $1 == "$GW_DOWNLOADS" ]]; then
+    mkdir -p -- "$(dirname -- "$1")"
+    mkdir -m 0700 -- "$1" 2>/dev/null || true
+    chmod 0700 -- "$1"
+  else
+    mkdir -p -- "$1"
+  fi
+}
+
+# gw_curl ARG...: curl over https only: a redirect that leaves https is refused.
+gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 "$@"; }
+
+# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME] [--dearmor]:
+# what gpuwizard-fetch does: download to a temporary file beside DEST, check it against the pin
+# gpuwizard's data gave (a file's SHA-256; a key's one primary key and its fingerprint, checked by
+# the runner's own key check, which also dearmors), optionally take one file out of a wheel, and
+# only then move it into place; a mismatch deletes the file and fails the step. --unpinned is for
+# a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and a warning.
 gw_fetch() {
-  local url=$1 dest=$2 sha256='' sha256_url='' member='' dearmor=0 part got mode=0644
+  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' dearmor=0 part got mode=0644 status=0
+  local -a key=()
   shift 2
   while (($#)); do
     case $1 in
       --sha256) sha256=$2; shift ;;
-      --sha256-url) sha256_url=$2; shift ;;
+      --fingerprint) fingerprint=$2; shift ;;
+      --unpinned) unpinned=1 ;;
       --member) member=$2; shift ;;
       --dearmor) dearmor=1 ;;
       *) gw_die "gw_fetch: unknown option $1" ;;
@@ -283,20 +305,34 @@ gw_fetch() {
   done
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
-  mkdir -p -- "$(dirname -- "$dest")"
-  part="$dest.part"
-  curl -fsSL --retry 3 -o "$part" --url "$url"
-  if [[ -n $sha256_url ]]; then
-    sha256=$(curl -fsSL --retry 3 --url "$sha256_url")
-    sha256=${sha256%%[[:space:]]*}
+  gw_folder "$(dirname -- "$dest")"
+  part=$(mktemp -- "$(dirname -- "$dest")/.gpuwizard-tmp.XXXXXX")
+  gw_curl -o "$part" --url "$url" || status=$?
+  if ((status)); then
+    rm -f -- "$part"
+    return "$status"
   fi
   if [[ -n $sha256 ]]; then
     got=$(sha256sum <"$part")
     got=${got%%[[:space:]]*}
     if [[ ${got,,} != "${sha256,,}" ]]; then
       rm -f -- "$part"
-      gw_die "SHA-256 mismatch for $url: got $got, expected $sha256; the file was deleted and not used"
+      gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
+  elif [[ -n $fingerprint ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
+    key=("$part" "$fingerprint")
+    if ((dearmor)); then key+=(--dearmor); fi
+    if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
+      rm -f -- "$part"
+      gw_die "$url is not the key gpuwizard pins; it was deleted and not used"
+    fi
+  elif ((unpinned)); then
+    gw_say "deploy.sh: WARNING: $url has no pinned checksum in gpuwizard's data (UNCONFIRMED);" \
+      "  it is trusted on HTTPS alone" >&2
+  else
+    rm -f -- "$part"
+    gw_die "gw_fetch: $url has no pin; refusing to use it"
   fi
   if [[ -n $member ]]; then
     python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
@@ -304,22 +340,17 @@ gw_fetch() {
     mv -f -- "$part.member" "$part"
     mode=0755
   fi
-  if ((dearmor)) && grep -q -e '^-----BEGIN PGP PUBLIC KEY BLOCK-----' -- "$part"; then
-    awk '/^-----BEGIN PGP PUBLIC KEY BLOCK-----/ { body = 1; next }
-      body && /^(-----END|=)/ { exit }
-      body && NF && !/:/ { print }' "$part" | base64 -d >"$part.key"
-    mv -f -- "$part.key" "$part"
-  fi
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
-  gw_say "    saved ${dest#"${GPUWIZARD_ROOT:-}"}${sha256:+ (SHA-256 verified)}"
+  gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
 # index in PIP_INDEX_URL (PyPI's by default), picked as gpuwizard-fetch picks it.
 gw_pypi_wheel() {
   local name=${1%%==*} version=${1#*==} index=${PIP_INDEX_URL:-https://pypi.org/simple} listing url
-  listing=$(curl -fsSL --retry 3 -H 'Accept: application/vnd.pypi.simple.v1+json' --url "${index%/}/$name/")
+  [[ $index == https://* ]] || gw_die "PIP_INDEX_URL $index is not https; refusing to download from it"
+  listing=$(gw_curl -H 'Accept: application/vnd.pypi.simple.v1+json' --url "${index%/}/$name/")
   url=$(grep -o -e '"url": *"[^"]*"' <<<"$listing" | awk -v want="/$name-$version-" \
     -v tag="manylinux_2_17_$(uname -m)" '{ sub(/^"url": *"/, ""); sub(/"$/, "") }
     !found && index($0, want) && index($0, tag) { found = 1; print }') || true
@@ -399,6 +430,152 @@ gw_finish() {
   gw_say "==> done: $1" "${@:2}"
 }
 
+read -r -d '' GW_KEYCHECK <<'GW_PY' || true
+"""Check a downloaded repository key against its pinned fingerprint, and dearmor it.
+
+    python3 keycheck.py FILE FINGERPRINT [--dearmor]
+
+A repository key is trusted for every package of its repository, so it is never taken on the
+word of the server it came from: the file must hold exactly one primary public key (a second
+one would be trusted too), and that key's fingerprint (OpenPGP v4: SHA-1, v6: SHA-256 over the
+key packet) must be the one pinned in gpuwizard's data. With ``--dearmor`` the file is replaced
+by the binary keyring apt's ``signed-by`` expects. Exit 1 and one line on stderr otherwise.
+
+The runner's gpuwizard-fetch imports it; exported scripts (deploy.sh, the Ansible playbook) carry
+this very file's text and run it with the target's python3, so it uses the standard library
+only and runs on Python 3.8 (Ubuntu 20.04's). It never fetches anything and never trusts a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+PUBLIC_KEY = 6
+SECRET_KEY = 5
+ARMOR_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+
+
+class KeyRefused(ValueError):
+    """The file is not exactly the pinned key; the message says why, in one line."""
+
+
+def dearmor(data: bytes) -> bytes:
+    """The binary packets of an ASCII-armoured key (binary data is returned as it is)."""
+    text = data.decode("ascii", "replace")
+    if ARMOR_BEGIN not in text:
+        return data
+    lines = text[text.index(ARMOR_BEGIN) :].splitlines()[1:]
+    body = []
+    in_headers = True
+    for line in lines:
+        stripped = line.strip()
+        if in_headers:  # "Version: ..." headers, then an empty line
+            in_headers = bool(stripped) and ":" in stripped
+            if in_headers or not stripped:
+                continue
+        if stripped.startswith(("-----END", "=")):
+            break
+        body.append(stripped)
+    try:
+        return base64.b64decode("".join(body), validate=True)
+    except ValueError:
+        raise KeyRefused("the key's ASCII armour is not valid base64") from None
+
+
+def _length(data: bytes, at: int, first: int) -> tuple[int, int]:
+    """A new-format packet length at ``at`` (its first octet is ``first``): (length, next)."""
+    if first < 192:
+        return first, at + 1
+    if first < 224:
+        if at + 1 >= len(data):
+            raise KeyRefused("the key ends inside a packet header")
+        return ((first - 192) << 8) + data[at + 1] + 192, at + 2
+    if first == 255:
+        return int.from_bytes(data[at + 1 : at + 5], "big"), at + 5
+    raise KeyRefused("the key uses partial packet lengths, which no key packet may")
+
+
+def packets(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(tag, body) of each OpenPGP packet; KeyRefused on anything malformed."""
+    at = 0
+    while at < len(data):
+        header = data[at]
+        if not header & 0x80:
+            raise KeyRefused("the file is not an OpenPGP key")
+        if header & 0x40:  # new format
+            tag = header & 0x3F
+            if at + 1 >= len(data):
+                raise KeyRefused("the key ends inside a packet header")
+            size, at = _length(data, at + 1, data[at + 1])
+        else:  # old format
+            tag, kind = (header >> 2) & 0x0F, header & 0x03
+            if kind == 3:
+                raise KeyRefused("the key has a packet of indeterminate length")
+            width = 1 << kind
+            size, at = int.from_bytes(data[at + 1 : at + 1 + width], "big"), at + 1 + width
+        if at + size > len(data):
+            raise KeyRefused("the key is truncated")
+        yield tag, data[at : at + size]
+        at += size
+
+
+def fingerprint(body: bytes) -> str:
+    """The fingerprint of a public key packet's body, upper-case hex."""
+    version = body[:1]
+    if version == b"\x04":  # v4 fingerprints are SHA-1 by definition (RFC 4880 12.2)
+        return hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest().upper()
+    if version == b"\x06":
+        return hashlib.sha256(b"\x9b" + len(body).to_bytes(4, "big") + body).hexdigest().upper()
+    raise KeyRefused(f"the key has OpenPGP version {body[:1].hex() or 'none'}, not 4 or 6")
+
+
+def primary_fingerprints(keyring: bytes) -> list[str]:
+    """The fingerprints of every primary key in a binary keyring."""
+    found = []
+    for tag, body in packets(keyring):
+        if tag == SECRET_KEY:
+            raise KeyRefused("the file holds a secret key")
+        if tag == PUBLIC_KEY:
+            found.append(fingerprint(body))
+    return found
+
+
+def checked_key(data: bytes, pinned: str) -> bytes:
+    """The binary keyring, when ``data`` holds exactly the pinned primary key."""
+    keyring = dearmor(data)
+    found = primary_fingerprints(keyring)
+    want = pinned.replace(" ", "").upper()
+    if found != [want]:
+        shown = ", ".join(found) or "no key"
+        raise KeyRefused(f"the key is not the pinned one: expected {want}, the file holds {shown}")
+    return keyring
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--dearmor"):
+        sys.stderr.write("usage: keycheck.py FILE FINGERPRINT [--dearmor]\n")
+        return 2
+    path, pinned = Path(argv[0]), argv[1]
+    try:
+        keyring = checked_key(path.read_bytes(), pinned)
+    except KeyRefused as error:
+        sys.stderr.write(f"{path}: {error}; it was not used\n")
+        return 1
+    if len(argv) == 3:
+        dearmored = path.with_name(path.name + ".dearmored")
+        dearmored.write_bytes(keyring)
+        dearmored.replace(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+GW_PY
+
 readonly GW_TOTAL=18
 gw_start "$@"
 
@@ -436,7 +613,7 @@ fi
 # blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
 # next boot.
 if gw_begin 3 blacklist-nouveau 'Disable the nouveau driver'; then
-  gw_write "${GPUWIZARD_ROOT:-}"/etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
+  gw_write /etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
 # Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
 blacklist nouveau
 options nouveau modeset=0
@@ -447,15 +624,15 @@ GPUWIZARD_EOF
 fi
 
 # --- 4. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R550 with proprietary kernel modules, from ubuntu-archive: it supports every GPU
-# here and runs the chosen PyTorch build.
+# Driver branch R570 with open kernel modules, from ubuntu-archive: it supports every GPU here and
+# runs the chosen PyTorch build.
 if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install nvidia-driver-550-server nvidia-utils-550-server
+      -o Dpkg::Progress-Fancy=0 install nvidia-driver-570-server-open nvidia-utils-570-server
   gw_done install-nvidia-driver
 fi
 
@@ -472,7 +649,7 @@ fi
 # CUDA program then fails until a reboot. Holding the packages prevents that; undo with `apt-mark
 # unhold` when you choose to upgrade.
 if gw_begin 6 hold-nvidia-packages 'Hold the driver packages'; then
-  gw_run -- apt-mark hold nvidia-driver-550-server nvidia-utils-550-server
+  gw_run -- apt-mark hold nvidia-driver-570-server-open nvidia-utils-570-server
   gw_done hold-nvidia-packages
 fi
 
@@ -485,15 +662,15 @@ fi
 
 # --- 8. add-cuda-repo: Add NVIDIA's CUDA repository
 # NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
-# for every OS. Its key is installed with NVIDIA's cuda-keyring package and bound to this repository
-# only (signed-by), never trusted for all of apt.
+# for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
+# repository only (signed-by), never trusted for all of apt.
 if gw_begin 8 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
-  gw_fetch \
-      https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64/cuda-keyring_1.1-1_all.deb \
-      "${GPUWIZARD_ROOT:-}"/var/cache/gpuwizard/cuda-keyring_1.1-1_all.deb
-  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- dpkg -i \
-      /var/cache/gpuwizard/cuda-keyring_1.1-1_all.deb
+  gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64/3bf863cc.pub \
+      /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
+      EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
+  gw_write /etc/apt/sources.list.d/cuda-ubuntu2004-x86_64.list 0644 <<'GPUWIZARD_EOF'
+deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64/ /
+GPUWIZARD_EOF
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_done add-cuda-repo
@@ -509,7 +686,7 @@ if gw_begin 9 install-cuda-toolkit 'Install the CUDA toolkit (nvcc)'; then
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install cuda-toolkit-12-6
-  gw_write "${GPUWIZARD_ROOT:-}"/etc/profile.d/gpuwizard-cuda.sh 0644 <<'GPUWIZARD_EOF'
+  gw_write /etc/profile.d/gpuwizard-cuda.sh 0644 <<'GPUWIZARD_EOF'
 # Written by gpuwizard: CUDA 12.6 for login shells (nvcc, libraries).
 export CUDA_HOME="/usr/local/cuda-12.6"
 export PATH="/usr/local/cuda-12.6/bin${PATH:+:$PATH}"
@@ -536,7 +713,7 @@ fi
 # standalone CPython installed by uv under /opt/gpuwizard/python; the system's own Python and its
 # packages stay as they are.
 if gw_begin 11 install-python 'Install a newer Python'; then
-  gw_fetch pypi:uv==0.13.9 "${GPUWIZARD_ROOT:-}"/opt/gpuwizard/bin/uv --sha256 \
+  gw_fetch pypi:uv==0.13.9 /opt/gpuwizard/bin/uv --sha256 \
       d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
       uv-0.13.9.data/scripts/uv
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 -- /opt/gpuwizard/bin/uv python \
@@ -553,10 +730,11 @@ if gw_begin 12 create-env 'Create the Python environment /opt/gpuwizard/envs/pyt
 fi
 
 # --- 13. install-torch: Install PyTorch 2.14.1 (cu126)
-# torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu126: the build with
-# kernels for these GPUs that the driver runs.
+# torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu126 (pinned by
+# version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
+# driver runs.
 if gw_begin 13 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --upgrade pip
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch
@@ -740,8 +918,9 @@ fi
 # in, every existing setting kept; if docker will not restart, the old file is restored.
 if gw_begin 16 install-container-toolkit 'Install the NVIDIA Container Toolkit'; then
   gw_fetch https://nvidia.github.io/libnvidia-container/gpgkey \
-      "${GPUWIZARD_ROOT:-}"/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg --dearmor
-  gw_write "${GPUWIZARD_ROOT:-}"/etc/apt/sources.list.d/nvidia-container-toolkit.list 0644 <<'GPUWIZARD_EOF'
+      /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg --fingerprint \
+      C95B321B61E88C1809C4F759DDCAE044F796ECB0 --dearmor
+  gw_write /etc/apt/sources.list.d/nvidia-container-toolkit.list 0644 <<'GPUWIZARD_EOF'
 deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /
 GPUWIZARD_EOF
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
@@ -750,7 +929,7 @@ GPUWIZARD_EOF
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install nvidia-container-toolkit
-  gw_write "${GPUWIZARD_ROOT:-}"/etc/docker/daemon.json 0644 --backup <<'GPUWIZARD_EOF'
+  gw_write /etc/docker/daemon.json 0644 --backup <<'GPUWIZARD_EOF'
 {
     "runtimes": {
         "nvidia": {
@@ -786,7 +965,7 @@ fi
 # Points NCCL at the fastest network (InfiniBand, or the fastest Ethernet port) for every job, so
 # collective traffic does not fall back to a slow management interface.
 if gw_begin 18 configure-nccl 'Configure NCCL for multi-node training'; then
-  gw_write "${GPUWIZARD_ROOT:-}"/etc/nccl.conf 0644 <<'GPUWIZARD_EOF'
+  gw_write /etc/nccl.conf 0644 <<'GPUWIZARD_EOF'
 # Written by gpuwizard for multi-node training; see the NCCL environment variables docs.
 NCCL_DEBUG=WARN
 NCCL_SOCKET_IFNAME=ens3

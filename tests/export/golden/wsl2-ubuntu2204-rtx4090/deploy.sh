@@ -22,13 +22,14 @@
 #   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.
 #   Steps that had nothing to do on the machine above are left out (see the comments
 #   below): run this on the same kind of machine, made from the same image.
-# GPUWIZARD_ROOT and GPUWIZARD_SHIM serve gpuwizard's tests and simulation: leave them unset.
 set -Eeuo pipefail
 
-readonly GW_STATE="${GPUWIZARD_ROOT:-}/var/lib/gpuwizard"
+umask 022  # nothing this script creates is group- or world-writable, whatever called it
+readonly GW_STATE="/var/lib/gpuwizard"
+readonly GW_DOWNLOADS="/var/cache/gpuwizard"
 readonly GW_MARKERS="$GW_STATE/deploy"
 readonly GW_UNIT=gpuwizard-deploy.service
-readonly GW_UNIT_FILE="${GPUWIZARD_ROOT:-}/etc/systemd/system/$GW_UNIT"
+readonly GW_UNIT_FILE="/etc/systemd/system/$GW_UNIT"
 readonly GW_INSTALLED_SCRIPT="$GW_STATE/deploy.sh"
 gw_reboot_now=0
 gw_resume_unit=0
@@ -76,7 +77,7 @@ gw_parse_args() {
 
 gw_start() {
   gw_parse_args "$@"
-  if [[ $EUID -ne 0 && -z ${GPUWIZARD_SHIM:-} ]]; then
+  if [[ $EUID -ne 0 ]]; then
     gw_die "run me as root: sudo bash $0"
   fi
   mkdir -p -- "$GW_MARKERS"
@@ -86,7 +87,7 @@ gw_start() {
 }
 
 gw_boot_id() {
-  local file="${GPUWIZARD_ROOT:-}/proc/sys/kernel/random/boot_id" id=''
+  local file="/proc/sys/kernel/random/boot_id" id=''
   if [[ -r $file ]]; then read -r id <"$file" || true; fi
   printf '%s\n' "$id"
 }
@@ -167,7 +168,7 @@ gw_run() {
     (
       trap - ERR
       for assignment in "${assignments[@]}"; do export "${assignment?}"; done
-      exec -- ${GPUWIZARD_SHIM:+"$GPUWIZARD_SHIM"} "$@"
+      exec -- "$@"
     ) <"$stdin" || status=$?
     if [[ " $ok " == *" $status "* ]]; then return 0; fi
     if ((attempt >= retries)); then return "$status"; fi
@@ -180,22 +181,24 @@ gw_run() {
 # gw_replies REPLY...: the answers to a command's prompts, one line each, in the plan's order.
 gw_replies() { printf '%s\n' "$@"; }
 
-# gw_read_secret VAR ENVNAME PROMPT: a secret from the environment, else typed twice on the
-# terminal. It stays in this shell's memory: never in a file, an argument or the environment.
+# gw_read_secret VAR GIVEN ENVNAME PROMPT: the secret given in the environment as ENVNAME (moved
+# into the shell variable GIVEN at the top of the script), else typed twice on the terminal. It
+# stays in this shell's memory: never in a file, an argument or the environment.
 gw_read_secret() {
   local value again
   if [[ -n ${!2:-} ]]; then
     printf -v "$1" '%s' "${!2}"
+    printf -v "$2" '%s' ''
     return 0
   fi
   if ! { true </dev/tty; } 2>/dev/null; then
-    gw_die "$3: there is no terminal to ask on; set $2 in the environment instead"
+    gw_die "$4: there is no terminal to ask on; set $3 in the environment instead"
   fi
-  read -rs -p "$3: " value </dev/tty
+  read -rs -p "$4: " value </dev/tty
   printf '\n' >&2
   read -rs -p "Again, to be sure: " again </dev/tty
   printf '\n' >&2
-  [[ -n $value && $value == "$again" ]] || gw_die "$3: the two entries differ or are empty; run again"
+  [[ -n $value && $value == "$again" ]] || gw_die "$4: the two entries differ or are empty; run again"
   printf -v "$1" '%s' "$value"
 }
 
@@ -213,14 +216,14 @@ gw_write() {
     shift
   done
   folder=$(dirname -- "$path")
-  mkdir -p -- "$folder"
+  gw_folder "$folder"
   tmp=$(mktemp -- "$folder/.gpuwizard-tmp.XXXXXX")
   cat >"$tmp"
   if ((trim)); then truncate -s -1 -- "$tmp"; fi
   chmod -- "$mode" "$tmp"
   if ((backup)); then gw_back_up "$path" "$tmp"; fi
   mv -f -- "$tmp" "$path"
-  gw_say "    wrote ${path#"${GPUWIZARD_ROOT:-}"} (mode $mode)"
+  gw_say "    wrote $path (mode $mode)"
 }
 
 # Keep the previous file as PATH.gpuwizard-bak, as the wizard does, and put it back if the step
@@ -249,17 +252,36 @@ gw_restore_backups() {
   done
 }
 
-# gw_fetch URL DEST [--sha256 HEX | --sha256-url URL] [--member NAME] [--dearmor]: what
-# gpuwizard-fetch does, with curl and sha256sum: download to DEST.part, check the digest (a
-# mismatch deletes the file and fails the step), optionally take one file out of a wheel or
-# dearmor an OpenPGP key, and only then move it into place.
+# gw_folder DIR: make a folder for a file; the download folder only root may enter, since what is
+# downloaded there is run or installed from there.
+gw_folder() {
+  if [[ $1 == "$GW_DOWNLOADS" ]]; then
+    mkdir -p -- "$(dirname -- "$1")"
+    mkdir -m 0700 -- "$1" 2>/dev/null || true
+    chmod 0700 -- "$1"
+  else
+    mkdir -p -- "$1"
+  fi
+}
+
+# gw_curl ARG...: curl over https only: a redirect that leaves https is refused.
+gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 "$@"; }
+
+# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME] [--dearmor]:
+# what gpuwizard-fetch does: download to a temporary file beside DEST, check it against the pin
+# gpuwizard's data gave (a file's SHA-256; a key's one primary key and its fingerprint, checked by
+# the runner's own key check, which also dearmors), optionally take one file out of a wheel, and
+# only then move it into place; a mismatch deletes the file and fails the step. --unpinned is for
+# a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and a warning.
 gw_fetch() {
-  local url=$1 dest=$2 sha256='' sha256_url='' member='' dearmor=0 part got mode=0644
+  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' dearmor=0 part got mode=0644 status=0
+  local -a key=()
   shift 2
   while (($#)); do
     case $1 in
       --sha256) sha256=$2; shift ;;
-      --sha256-url) sha256_url=$2; shift ;;
+      --fingerprint) fingerprint=$2; shift ;;
+      --unpinned) unpinned=1 ;;
       --member) member=$2; shift ;;
       --dearmor) dearmor=1 ;;
       *) gw_die "gw_fetch: unknown option $1" ;;
@@ -268,20 +290,34 @@ gw_fetch() {
   done
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
-  mkdir -p -- "$(dirname -- "$dest")"
-  part="$dest.part"
-  curl -fsSL --retry 3 -o "$part" --url "$url"
-  if [[ -n $sha256_url ]]; then
-    sha256=$(curl -fsSL --retry 3 --url "$sha256_url")
-    sha256=${sha256%%[[:space:]]*}
+  gw_folder "$(dirname -- "$dest")"
+  part=$(mktemp -- "$(dirname -- "$dest")/.gpuwizard-tmp.XXXXXX")
+  gw_curl -o "$part" --url "$url" || status=$?
+  if ((status)); then
+    rm -f -- "$part"
+    return "$status"
   fi
   if [[ -n $sha256 ]]; then
     got=$(sha256sum <"$part")
     got=${got%%[[:space:]]*}
     if [[ ${got,,} != "${sha256,,}" ]]; then
       rm -f -- "$part"
-      gw_die "SHA-256 mismatch for $url: got $got, expected $sha256; the file was deleted and not used"
+      gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
+  elif [[ -n $fingerprint ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
+    key=("$part" "$fingerprint")
+    if ((dearmor)); then key+=(--dearmor); fi
+    if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
+      rm -f -- "$part"
+      gw_die "$url is not the key gpuwizard pins; it was deleted and not used"
+    fi
+  elif ((unpinned)); then
+    gw_say "deploy.sh: WARNING: $url has no pinned checksum in gpuwizard's data (UNCONFIRMED);" \
+      "  it is trusted on HTTPS alone" >&2
+  else
+    rm -f -- "$part"
+    gw_die "gw_fetch: $url has no pin; refusing to use it"
   fi
   if [[ -n $member ]]; then
     python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
@@ -289,22 +325,17 @@ gw_fetch() {
     mv -f -- "$part.member" "$part"
     mode=0755
   fi
-  if ((dearmor)) && grep -q -e '^-----BEGIN PGP PUBLIC KEY BLOCK-----' -- "$part"; then
-    awk '/^-----BEGIN PGP PUBLIC KEY BLOCK-----/ { body = 1; next }
-      body && /^(-----END|=)/ { exit }
-      body && NF && !/:/ { print }' "$part" | base64 -d >"$part.key"
-    mv -f -- "$part.key" "$part"
-  fi
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
-  gw_say "    saved ${dest#"${GPUWIZARD_ROOT:-}"}${sha256:+ (SHA-256 verified)}"
+  gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
 # index in PIP_INDEX_URL (PyPI's by default), picked as gpuwizard-fetch picks it.
 gw_pypi_wheel() {
   local name=${1%%==*} version=${1#*==} index=${PIP_INDEX_URL:-https://pypi.org/simple} listing url
-  listing=$(curl -fsSL --retry 3 -H 'Accept: application/vnd.pypi.simple.v1+json' --url "${index%/}/$name/")
+  [[ $index == https://* ]] || gw_die "PIP_INDEX_URL $index is not https; refusing to download from it"
+  listing=$(gw_curl -H 'Accept: application/vnd.pypi.simple.v1+json' --url "${index%/}/$name/")
   url=$(grep -o -e '"url": *"[^"]*"' <<<"$listing" | awk -v want="/$name-$version-" \
     -v tag="manylinux_2_17_$(uname -m)" '{ sub(/^"url": *"/, ""); sub(/"$/, "") }
     !found && index($0, want) && index($0, tag) { found = 1; print }') || true
@@ -397,10 +428,11 @@ if gw_begin 1 create-env 'Create the Python environment /opt/gpuwizard/envs/pyto
 fi
 
 # --- 2. install-torch: Install PyTorch 2.14.1 (cu126)
-# torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu126: the build with
-# kernels for these GPUs that the driver runs.
+# torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu126 (pinned by
+# version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
+# driver runs.
 if gw_begin 2 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --upgrade pip
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch

@@ -1,0 +1,115 @@
+"""Why nothing fits: the rule that fails for every candidate, not the last near miss.
+
+When the search ends without a winner, every candidate of every release it tried has failed at
+least one rule. A cause is *real* when one group of rules fails for all of them: no build of the
+release has kernels for the GPU, no driver flavour serves every GPU, no driver the OS offers is
+new (or old) enough for the GPU, the driver cannot run any build. That group names the refusal;
+its sentences are the rules' own, so a reader can check each. Only when no single group explains
+everything does the refusal fall back to the candidate that came closest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwizard.recommend.explain import rejected, summarise_gpus
+from gpuwizard.recommend.result import Refusal, Search
+from gpuwizard.recommend.rules import (
+    Candidate,
+    Rule,
+    driver_runs_wheel,
+    driver_supports_gpus,
+    failures,
+    flavor_fits_gpus,
+    toolkit_available,
+    wheel_exists,
+    wheel_has_kernels,
+)
+from gpuwizard.recommend.table import CompatTable
+
+# In the order a person fixes them: the wheel, then the driver's flavour, the GPU, the CUDA.
+CAUSES: tuple[tuple[str, tuple[Rule, ...]], ...] = (
+    ("build", (wheel_exists, wheel_has_kernels)),
+    ("flavor", (flavor_fits_gpus,)),
+    ("driver", (driver_supports_gpus,)),
+    ("cuda", (driver_runs_wheel,)),
+    ("toolkit", (toolkit_available,)),
+)
+_MOST_REASONS = 6
+
+
+def refusal_from(table: CompatTable, found: Search) -> Refusal:
+    closest = found.closest
+    gpus = summarise_gpus(found.target.gpus)
+    if closest is None:
+        return Refusal("no driver can be offered for this host", gpus)
+    tried = found.tried or (closest,)
+    for cause, rules in CAUSES:
+        said = _universal(table, found, tried, rules)
+        if said:
+            if cause == "build" and all(rule is wheel_exists for rule, _ in said):
+                cause = "no-build"
+            lead = _prefix(found) + _lead(table, found, cause, said[0][1])
+            reasons = tuple(sentence for _, sentence in said[:_MOST_REASONS])
+            return Refusal(lead, gpus, reasons, tuple(rejected(table, found, closest)))
+    problems = failures(table, found.target, closest, found.choices.needs_nvcc)
+    lead = (_prefix(found) or "no combination fits: ") + problems[0]
+    return Refusal(lead, gpus, tuple(problems), tuple(rejected(table, found, closest)))
+
+
+def _universal(
+    table: CompatTable, found: Search, tried: Sequence[Candidate], rules: tuple[Rule, ...]
+) -> list[tuple[Rule, str]]:
+    """The group's (rule, sentence) pairs when it fails for every candidate tried, else []."""
+    if toolkit_available in rules and not found.choices.needs_nvcc:
+        return []
+    out: list[tuple[Rule, str]] = []
+    for candidate in tried:
+        said = [(rule, s) for rule in rules if (s := rule(table, found.target, candidate))]
+        if not said:
+            return []
+        if said[0][1] not in (sentence for _, sentence in out):
+            out.append(said[0])
+    return out
+
+
+def _lead(table: CompatTable, found: Search, cause: str, first: str) -> str:
+    target, releases = found.target, found.releases
+    scope = (
+        f"torch {releases[0].version}"
+        if len(releases) == 1
+        else f"any torch release from {releases[-1].version} to {releases[0].version}"
+    )
+    names = ", ".join(dict.fromkeys(g.name for g in target.gpus))
+    if cause == "no-build":
+        return f"{scope} has no CUDA build for {target.arch} in gpuwizard's table: {first}"
+    if cause == "build":
+        return f"no {target.arch} CUDA build of {scope} has kernels for {names}: {first}"
+    if cause == "flavor":
+        return f"no kernel-module flavour serves every GPU here: {first}"
+    if cause == "driver":
+        return f"no driver {_driver_scope(table, found)} supports {names}: {first}"
+    if cause == "cuda":
+        return f"the driver cannot run any CUDA build of {scope}: {first}"
+    return first
+
+
+def _driver_scope(table: CompatTable, found: Search) -> str:
+    installs = [o for o in found.options if o.action != "keep"]
+    if not installs or found.os_row is None:
+        return "that can stay on this host"
+    offered = ", ".join(f"R{b}" for b in found.os_row.driver_branches if _installable(table, b))
+    return f"that gpuwizard can install on {found.os_row.label} (it offers {offered})"
+
+
+def _installable(table: CompatTable, branch: str) -> bool:
+    row = table.branch(branch)
+    return row is not None and row.installable
+
+
+def _prefix(found: Search) -> str:
+    choices = found.choices
+    parts = [f"torch {found.releases[0].version}" if choices.torch and found.releases else ""]
+    parts += [choices.variant or "", "the installed driver" if choices.keep_driver else ""]
+    pins = " with ".join(p for p in parts if p)
+    return f"nothing fits {pins}: " if pins else ""
