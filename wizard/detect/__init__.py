@@ -95,7 +95,7 @@ def detect_host(host: Host) -> HostFacts:
     family = os_family(os)
     boot = detect_boot(host, family)
     hardware, pci_ids_version = detect_hardware(host, boot.nvml)
-    installed, python = installs.read_installs(host, family)
+    installed, python = installs.read_installs(host, family, boot)
     machine_id = (host.read_text("/etc/machine-id") or "").strip() or None
     return HostFacts(
         schema=SCHEMA,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from gpuwizard.detect import config, python_envs
-from gpuwizard.facts import Installs, Package, PythonEnv
+from gpuwizard.detect import apt_sources, config, python_envs
+from gpuwizard.facts import Boot, Installs, Package, PythonEnv
 from gpuwizard.host import Host
 from gpuwizard.paths import MINIFORGE_DIR
 
@@ -18,6 +18,7 @@ from gpuwizard.paths import MINIFORGE_DIR
 PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
+    "libcuda1",
     "linux-modules-nvidia-*",
     "cuda-*",
     "libcudnn*",
@@ -94,8 +95,10 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
+def read_installs(host: Host, family: str, boot: Boot) -> tuple[Installs, PythonEnv]:
     conda = conda_dirs(host)
+    apt = family == "debian"
+    kernels = tuple(k for k in dict.fromkeys([*boot.installed_kernels, boot.kernel]) if k)
     installs = Installs(
         packages=read_packages(host, family),
         cuda_toolkits=read_cuda_toolkits(host),
@@ -108,7 +111,9 @@ def read_installs(host: Host, family: str) -> tuple[Installs, PythonEnv]:
         held_packages=config.read_held_packages(host, family),
         services_enabled=config.read_services_enabled(host),
         managed_files=config.read_managed_files(host),
-        mok=config.read_mok(host),
+        mok=config.read_mok(host, boot.secure_boot),
         verification=config.read_verification(host),
+        apt_sources=apt_sources.read_apt_sources(host) if apt else (),
+        archive_headers=apt_sources.read_archive_headers(host, kernels) if apt else None,
     )
     return installs, python_envs.read_python(host, conda[0] if conda else None)
