@@ -3,7 +3,9 @@
 ``--index-url https://download.pytorch.org/whl/<variant>`` selects the CUDA build explicitly
 (no ``--extra-index-url`` mixing with PyPI, no ``+cu116`` local pins as in the guide), and the
 three versions are pinned together, because a torchvision built for another torch fails at
-import (light-the-torch#157).
+import (light-the-torch#157). pip itself is brought up to date first, with ``--force-reinstall``
+so that it must reach the index: a plain ``--upgrade`` of an installed pip exits 0 when the index
+cannot be reached, and a broken index would only show later, in the long PyTorch download.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ class InstallTorch:
             return ()
         pip = (f"{self.env.path}/bin/python", "-m", "pip")
         return (
-            Run((*pip, "install", "--quiet", "--upgrade", "pip"), timeout_s=900),
+            Run(
+                (*pip, "install", "--quiet", "--upgrade", "--force-reinstall", "pip"), timeout_s=900
+            ),
             Run(
                 (*pip, "install", "--index-url", self.torch.index_url, *self.torch.requirements()),
                 timeout_s=3600,

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 import yaml
 
-from gpuwizard.export.ansible_tasks import Context, Task, Unsafe, step_tasks, text, texts
+from gpuwizard.export.ansible_steps import MARKER_DIR, play_tasks
+from gpuwizard.export.ansible_tasks import Context, Task, Unsafe, text, texts
 from gpuwizard.export.source import ExportSource
 from gpuwizard.export.words import one_line
 from gpuwizard.plan import Run, secrets_in
@@ -91,6 +92,11 @@ def header(source: ExportSource, secrets: Mapping[str, str]) -> list[str]:
             "enrollment needs a person at each server's console at the next boot (MokManager)."
         )
     lines += _comment(
+        f"Each finished step leaves a marker in {MARKER_DIR} and is skipped on the next run, so "
+        "a second run changes nothing; --check shows what a first run would change (a task that "
+        "needs an earlier step's change is not judged in check mode)."
+    )
+    lines += _comment(
         "Run: ansible-playbook -i INVENTORY playbook.yml (the group gpu_servers; "
         "-e gpuwizard_hosts=GROUP for another)."
     )
@@ -134,7 +140,7 @@ def render_ansible(source: ExportSource) -> str:
     secrets = secret_vars(source)
     prompts, needs = prompt_tasks(source)
     context = Context(source, secrets)
-    tasks = needs + [t for s in source.plan.steps for t in step_tasks(s, context)]
+    tasks = needs + play_tasks(source.plan.steps, context)
     play: dict[str, object] = {
         "name": text(one_line(f"Set up GPU servers for PyTorch as planned on {source.machine}")),
         "hosts": HOSTS,

@@ -73,6 +73,9 @@ def apt_options(rest: list[str], args: dict[str, object]) -> list[str] | None:
         flag = rest.pop(0)
         if flag in ("-q", "-qq", "-y", "--yes", "--quiet"):
             continue
+        if flag == "--no-install-recommends":
+            args["install_recommends"] = False
+            continue
         if flag != "-o" or not rest:
             return None
         key, _, value = rest.pop(0).partition("=")

@@ -272,6 +272,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   mkdir -p -- "$(dirname -- "$dest")"
@@ -304,6 +305,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved ${dest#"${GPUWIZARD_ROOT:-}"}${sha256:+ (SHA-256 verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -430,8 +446,8 @@ if gw_begin 2 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
 fi
 
 # --- 3. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R580 with open kernel modules, from cuda-repo-dnf: it supports every GPU here and
-# runs the chosen PyTorch build.
+# Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU
+# here and runs the chosen PyTorch build.
 if gw_begin 3 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run -- dnf -y -q module enable nvidia-driver:580-open
   gw_run -- dnf -y -q install nvidia-open
@@ -472,7 +488,8 @@ fi
 # torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu130: the build with
 # kernels for these GPUs that the driver runs.
 if gw_begin 8 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --upgrade pip
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --upgrade \
+      --force-reinstall pip
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
       https://download.pytorch.org/whl/cu130 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch
