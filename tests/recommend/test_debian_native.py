@@ -18,8 +18,8 @@ from tests.conftest import facts_of
 T4 = "t4-debian12-fresh"
 
 
-def chosen(table, target, choices=Choices()) -> Recommendation:
-    result = recommend(table, target, choices)
+def chosen(table, target, choices: Choices | None = None) -> Recommendation:
+    result = recommend(table, target, choices or Choices())
     assert isinstance(result, Recommendation), result
     return result
 

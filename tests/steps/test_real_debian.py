@@ -22,10 +22,10 @@ OLD, NEW = "6.1.0-37-cloud-amd64", "6.1.0-57-cloud-amd64"
 NATIVE = Choices(variant="cu126")
 
 
-def planned(table, facts: HostFacts, choices: Choices = Choices(), options: Options = Options()):
-    result = recommend(table, target_from_facts(facts, table), choices)
+def planned(table, facts: HostFacts, choices: Choices | None = None):
+    result = recommend(table, target_from_facts(facts, table), choices or Choices())
     assert isinstance(result, Recommendation)
-    selection, plan = plan_for(facts, result, options, table)
+    selection, plan = plan_for(facts, result, Options(), table)
     return selection, plan
 
 
