@@ -10,7 +10,9 @@ stopped half-way continues at the step that did not finish.
 ``--check`` shows what the first run would change. From the second step on, a task often needs
 what an earlier one would have done (a package from a repository the play adds first, a unit
 that a package brings), which check mode does not do; those tasks do not fail a check run
-(``ignore_errors: "{{ ansible_check_mode }}"``), and a real run still fails on them. Pure.
+(``ignore_errors: "{{ ansible_check_mode }}"``), and a real run still fails on them. The apt
+module is never judged in check mode: without python3-apt, which a minimal Debian lacks and
+the module installs itself only in a real run, it cannot run in check mode at all. Pure.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gpuwizard.export.words import one_line
 from gpuwizard.plan import StepPlan
 
 MARKER_DIR = "/var/lib/gpuwizard/ansible"
+APT = "ansible.builtin.apt"
 IN_CHECK_MODE = "{{ ansible_check_mode }}"
 
 
@@ -45,7 +48,7 @@ def guarded_step_tasks(step: StepPlan, context: Context, first: bool) -> list[Ta
     register = "gpuwizard_done_" + re.sub(r"[^a-z0-9_]", "_", step.id.lower())
     marker = f"{MARKER_DIR}/{step.id}.done"
     when = f"not {register}.stat.exists"
-    lenient = {} if first else {"ignore_errors": IN_CHECK_MODE}
+    lenient = {"ignore_errors": IN_CHECK_MODE}
     check: Task = {
         "name": text(f"{_title(step)}: finished before?"),
         "ansible.builtin.stat": {"path": text(marker)},
@@ -57,7 +60,10 @@ def guarded_step_tasks(step: StepPlan, context: Context, first: bool) -> list[Ta
         "when": when,
         "ignore_errors": IN_CHECK_MODE,
     }
-    return [check, *({**task, "when": when, **lenient} for task in tasks), done]
+    guarded = [
+        {**task, "when": when, **(lenient if not first or APT in task else {})} for task in tasks
+    ]
+    return [check, *guarded, done]
 
 
 def play_tasks(steps: tuple[StepPlan, ...], context: Context) -> list[Task]:
