@@ -375,7 +375,8 @@ def test_other_ok_exit_codes_and_creates_reach_the_command_task() -> None:
 def test_a_second_run_skips_every_finished_step() -> None:
     """Each step's tasks run only while its marker is missing; the marker is written last."""
     tasks = tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh")))
-    assert tasks[0]["ansible.builtin.file"] == {
+    assert "ansible.builtin.package" in tasks[0], "python3-packaging for the pip module comes first"
+    assert tasks[1]["ansible.builtin.file"] == {
         "path": MARKER_DIR,
         "state": "directory",
         "mode": "0700",
@@ -400,7 +401,13 @@ def test_a_second_run_skips_every_finished_step() -> None:
 
 
 def test_check_mode_judges_only_what_needs_no_earlier_change() -> None:
-    tasks = action_tasks(tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh"))))
+    everything = action_tasks(tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh"))))
+    needs, tasks = (
+        [t for t in everything if "when" not in t],
+        [t for t in everything if "when" in t],
+    )
+    assert [t["ansible.builtin.package"]["name"] for t in needs] == ["python3-packaging"]
+    assert needs[0]["ignore_errors"] == "{{ ansible_check_mode }}"
     first_step = tasks[0]["when"]
     strict = [t for t in tasks if t["when"] == first_step]
     assert strict and all(

@@ -66,6 +66,30 @@ def guarded_step_tasks(step: StepPlan, context: Context, first: bool) -> list[Ta
     return [check, *guarded, done]
 
 
+MODULE_NEEDS = {
+    "ansible.builtin.expect": (
+        "python3-pexpect",
+        "ansible.builtin.expect needs for the answered prompts",
+    ),
+    "ansible.builtin.pip": ("python3-packaging", "ansible.builtin.pip needs on the server"),
+}
+"""What a module needs on the server's Python (a minimal Debian has neither)."""
+
+
+def module_needs(tasks: list[Task]) -> list[Task]:
+    """A package task for each module the play uses that needs one (not judged in --check)."""
+    used = {key for task in tasks for key in task}
+    return [
+        {
+            "name": f"Install {package}, which {why}",
+            "ansible.builtin.package": {"name": package, "state": "present"},
+            "ignore_errors": IN_CHECK_MODE,
+        }
+        for module, (package, why) in MODULE_NEEDS.items()
+        if module in used
+    ]
+
+
 def play_tasks(steps: tuple[StepPlan, ...], context: Context) -> list[Task]:
     out: list[Task] = []
     for step in steps:
