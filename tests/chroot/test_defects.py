@@ -23,8 +23,9 @@ from gpuwizard.plan import APT_ENV, SCHEMA, Plan, Run, WriteFile
 from gpuwizard.recommend.result import Choices
 from gpuwizard.steps.base import step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
+from gpuwizard.steps.enable_debian_nonfree import EnableDebianNonFree
 from gpuwizard.steps.install_python import InstallPython
-from tests.chroot.archive import ENV, check_plan
+from tests.chroot.archive import ENV, apply_sources_step, check_plan
 from tests.chroot.conftest import T4, MachineFactory, timed
 from tests.chroot.drive import Planned, facts_of, plan_on, run_runner, start_run
 from tests.chroot.machine import ChrootMachine
@@ -80,6 +81,9 @@ def test_b3_a_half_made_environment_is_seen_as_broken_and_made_again(t4):
 
 # ------------------------------------------------------------------------------------ B8
 def test_b8_the_pip_upgrade_fails_when_the_index_cannot_be_reached(t4):
+    """The planned pip upgrade, in a working venv: it must fail when the index is unreachable."""
+    t4.run(["apt-get", "-q", "-y", "install", "python3.11-venv"], env=ENV, check=True)
+    t4.run(["/usr/bin/python3.11", "-m", "venv", ENV_PATH], check=True)
     planned = plan_on(t4, Choices(variant="cu126"))
     first = planned.plan.step("install-torch").actions[0]
     assert isinstance(first, Run) and "pip" in first.argv
@@ -133,7 +137,8 @@ def test_b4_the_driver_brings_no_second_kernel_flavour_s_headers(t4):
 def test_b5_detection_finds_debian_s_module_names(t4):
     """The names Debian's DKMS packages give the module, read from their dkms.conf."""
     kernel = t4.state()["kernel"]
-    t4.run(["apt-get", "-q", "update"], env=ENV, check=True)
+    facts = facts_of(t4)
+    apply_sources_step(t4, step_plan(EnableDebianNonFree("bookworm"), facts))  # the plan's own step
     script = (
         "set -e; cd /tmp; apt-get -q download nvidia-kernel-dkms nvidia-open-kernel-dkms >/dev/null 2>&1; "
         "for deb in *.deb; do dpkg-deb --fsys-tarfile $deb | tar -xO --wildcards '*/dkms.conf' | "
