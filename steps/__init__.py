@@ -23,6 +23,7 @@ from gpuwizard.steps.base import Cost, Step, step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
 from gpuwizard.steps.configure_nccl import ConfigureNccl
 from gpuwizard.steps.create_env import CreateEnv
+from gpuwizard.steps.enable_debian_nonfree import EnableDebianNonFree
 from gpuwizard.steps.enable_persistence import EnablePersistence
 from gpuwizard.steps.enroll_mok import EnrollMok
 from gpuwizard.steps.hold_nvidia_packages import HoldNvidiaPackages
@@ -35,6 +36,8 @@ from gpuwizard.steps.install_headers import InstallHeaders
 from gpuwizard.steps.install_nvidia_driver import InstallNvidiaDriver
 from gpuwizard.steps.install_python import InstallPython
 from gpuwizard.steps.install_torch import InstallTorch
+from gpuwizard.steps.kernels import headers_gone
+from gpuwizard.steps.load_nvidia_driver import LoadNvidiaDriver, reboot_needed_for
 from gpuwizard.steps.reboot import Reboot, driver_pending
 from gpuwizard.steps.remove_runfile_driver import RemoveRunfileDriver
 from gpuwizard.steps.repair_dpkg import RepairDpkg
@@ -47,7 +50,8 @@ COSTS: dict[str, Cost] = {
     "wait-cloud-init": Cost(0, 1), "repair-dpkg": Cost(0, 1), "upgrade-kernel": Cost(300, 5),
     "reboot-kernel": Cost(0, 3), "install-headers": Cost(20, 1), "enroll-mok": Cost(0, 1),
     "remove-runfile-driver": Cost(0, 1), "blacklist-nouveau": Cost(0, 1), "add-cuda-repo": Cost(1, 1),
-    "install-nvidia-driver": Cost(450, 6), "install-fabric-manager": Cost(10, 1), "enable-persistence": Cost(0, 0.1),
+    "enable-debian-nonfree": Cost(1, 0.2), "install-nvidia-driver": Cost(450, 6),
+    "load-nvidia-driver": Cost(0, 0.2), "install-fabric-manager": Cost(10, 1), "enable-persistence": Cost(0, 0.1),
     "hold-nvidia-packages": Cost(0, 0.1), "reboot": Cost(0, 3), "install-cuda-toolkit": Cost(3500, 10),
     "install-cudnn": Cost(900, 3), "install-python": Cost(60, 1), "create-env": Cost(0, 1),
     "install-torch": Cost(3500, 6), "verify-torch": Cost(0, 1), "install-docker": Cost(100, 2),
@@ -56,7 +60,11 @@ COSTS: dict[str, Cost] = {
 
 
 def _kernel_reboot_reasons(facts: HostFacts) -> list[str]:
-    return ["the updated kernel is not running yet"] if kernel_pending(facts) else []
+    if kernel_pending(facts):
+        return ["the updated kernel is not running yet"]
+    if headers_gone(facts):
+        return ["the running kernel's headers are gone from the archive: a newer kernel must run"]
+    return []
 
 
 def system_steps(s: Selection, facts: HostFacts) -> list[Step]:
@@ -67,7 +75,7 @@ def system_steps(s: Selection, facts: HostFacts) -> list[Step]:
         steps.append(RepairDpkg())
     if s.driver.installs and not s.wsl:
         steps += [
-            UpgradeKernel(s.family),
+            UpgradeKernel(s.family, headers_gone(facts)),
             Reboot(
                 _kernel_reboot_reasons, id="reboot-kernel", title="Reboot into the updated kernel"
             ),
@@ -81,6 +89,10 @@ def _library_mismatch(facts: HostFacts) -> list[str]:
     if isinstance(nvml, NvmlUnavailable) and "mismatch" in nvml.reason:
         return [f"the loaded driver module is older than its libraries ({nvml.reason})"]
     return []
+
+
+def _codename(facts: HostFacts) -> str:
+    return (facts.os.version_codename if facts.os else None) or "stable"
 
 
 def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
@@ -97,6 +109,10 @@ def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
                 title="Reboot to load the updated driver",
             )
         ]
+    return [*_install_driver_steps(s, facts), *_load_driver_steps(s, facts)]
+
+
+def _install_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
     steps: list[Step] = []
     if not s.driver.signed_modules:
         steps.append(InstallHeaders(s.family))
@@ -105,6 +121,8 @@ def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
     steps += [RemoveRunfileDriver(), BlacklistNouveau(s.family)]
     if s.driver.source in ("cuda-repo-apt", "cuda-repo-dnf"):
         steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
+    if s.driver.source == "debian-archive":
+        steps.append(EnableDebianNonFree(_codename(facts)))
     steps.append(InstallNvidiaDriver(s.family, s.driver))
     if facts.hardware.nvswitches:
         steps.append(InstallFabricManager(s.family, s.driver.branch))
@@ -112,8 +130,23 @@ def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
         steps.append(EnablePersistence())
     if s.extras.hold_driver and s.family == "debian":
         steps.append(HoldNvidiaPackages(s.driver.packages))
-    steps.append(Reboot(driver_pending(s.driver.branch)))
     return steps
+
+
+def _load_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
+    """The reboot that loads the driver, or, where none is needed, loading it now (§4)."""
+    if reboot_needed_for(s, facts):
+        return [Reboot(driver_pending(s.driver.branch))]
+    fallback = Reboot(
+        driver_pending(s.driver.branch),
+        title="Reboot, only if the driver could not be loaded without one",
+        why=(
+            "Skipped when the step before loaded the driver: nothing else here waits for a boot. "
+            "If loading failed, the reboot loads it; log in again afterwards and run gpuwizard: "
+            "it checks everything again and continues."
+        ),
+    )
+    return [LoadNvidiaDriver(s.driver.branch), fallback]
 
 
 def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
@@ -131,7 +164,7 @@ def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
         steps.append(InstallPython(s.family, s.env, s.arch))
     gpu_count = len(facts.hardware.gpus)
     steps += [
-        CreateEnv(s.env, s.arch),
+        CreateEnv(s.env, s.arch, s.family),
         InstallTorch(s.env, s.torch, s.arch),
         VerifyTorch(s.env, s.torch, gpu_count),
     ]

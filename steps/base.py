@@ -77,8 +77,13 @@ def apt_update() -> Run:
     return Run(("apt-get", "-q", "update"), env=APT_ENV, retry_on_lock=True, timeout_s=900)
 
 
-def apt_install(packages: Sequence[str], *, update: bool = True) -> tuple[Run, ...]:
-    """Non-interactive, waiting for the dpkg lock, keeping local config files (ARCHITECTURE S5)."""
+def apt_install(
+    packages: Sequence[str], *, update: bool = True, recommends: bool = True
+) -> tuple[Run, ...]:
+    """Non-interactive, waiting for the dpkg lock, keeping local config files (ARCHITECTURE S5).
+
+    ``recommends=False`` adds ``--no-install-recommends``: a step that says why in its own text.
+    """
     install = Run(
         (
             "apt-get", "-q", "-y",
@@ -86,6 +91,7 @@ def apt_install(packages: Sequence[str], *, update: bool = True) -> tuple[Run, .
             "-o", "Dpkg::Options::=--force-confdef",
             "-o", "Dpkg::Options::=--force-confold",
             "-o", "Dpkg::Progress-Fancy=0",
+            *(() if recommends else ("--no-install-recommends",)),
             "install", *packages,
         ),
         env=APT_ENV,

@@ -3,6 +3,11 @@
 A venv from a fitting interpreter is the default: small, fast, and pip is PyTorch's own way to
 install. The guide's conda is offered through Miniforge (conda-forge's installer, no Anaconda
 licence terms); only Python comes from conda, PyTorch still from its pip index.
+
+On Debian and Ubuntu, ``python3 -m venv`` needs the release's ``python3.X-venv`` package
+(ensurepip); a minimal image lacks it, and the venv is then left half made. The package is
+installed first where it is missing, and an environment that was left half made (no pip, or an
+interpreter link that points nowhere) is made again rather than taken as done.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from gpuwizard.facts import Environment, HostFacts
 from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR, PYTHONS_DIR
 from gpuwizard.plan import Action, Run, Target
 from gpuwizard.selection import EnvChoice
-from gpuwizard.steps.base import Check, fetch, unconfirmed_note
+from gpuwizard.steps.base import Check, apt_install, fetch, missing, unconfirmed_note
 from gpuwizard.steps.install_python import UV
 
 MINIFORGE_VERSION = "25.11.0-1"
@@ -32,6 +37,7 @@ def find_env(facts: HostFacts, path: str) -> Environment | None:
 class CreateEnv:
     env: EnvChoice
     arch: str
+    family: str = "debian"
     id: str = "create-env"
     needs_reboot: bool = False
     reboot: bool = False
@@ -49,7 +55,24 @@ class CreateEnv:
                 "PyTorch itself still comes from its pip index, pinned."
                 + unconfirmed_note(miniforge_url(self.arch))
             )
-        return f"An isolated Python {self.env.python} environment: PyTorch never mixes with the system's packages."
+        venv = (
+            f" python{self.env.python}-venv is installed first where it is missing: without it "
+            "python3 -m venv fails half-way on a minimal Debian or Ubuntu."
+            if self.needs_venv_package
+            else ""
+        )
+        isolated = f"An isolated Python {self.env.python} environment: PyTorch never mixes with the system's packages."
+        return isolated + venv
+
+    @property
+    def needs_venv_package(self) -> bool:
+        """Debian's and Ubuntu's system Python makes venvs only with its python3.X-venv package
+        (install-python brings it along with a distribution-packaged newer Python)."""
+        system = self.env.python_source == "system"
+        return self.family == "debian" and self.env.kind == "venv" and system
+
+    def venv_package(self) -> str:
+        return f"python{self.env.python}-venv"
 
     def check(self, facts: HostFacts) -> Check:
         found = find_env(facts, self.env.path)
@@ -57,6 +80,8 @@ class CreateEnv:
             return Check(False, f"{self.env.path} does not exist")
         if found.python != self.env.python:
             return Check(False, f"{self.env.path} has Python {found.python}, not {self.env.python}")
+        if found.problem:
+            return Check(False, f"{self.env.path} is broken ({found.problem}); it is made again")
         return Check(True, f"{self.env.path} (Python {found.python})")
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
@@ -76,7 +101,10 @@ class CreateEnv:
             )
         # A path fixed before the run, so the reviewed plan stays the plan after earlier steps.
         python = f"/usr/bin/python{self.env.python}"
-        return (Run((python, "-m", "venv", "--clear", self.env.path), timeout_s=600),)
+        create = Run((python, "-m", "venv", "--clear", self.env.path), timeout_s=600)
+        if self.needs_venv_package and missing(facts, [self.venv_package()]):
+            return (*apt_install([self.venv_package()]), create)
+        return (create,)
 
     def conda_plan(self, facts: HostFacts) -> tuple[Action, ...]:
         conda = f"{MINIFORGE_DIR}/bin/conda"

@@ -2,7 +2,9 @@
 
 DKMS builds nvidia.ko against the headers of each kernel; without them the package installs
 "successfully" and the next boot has no driver (zen-kernel#305). Headers are installed for the
-kernel that boots next, and for the running one unless a newer one replaces it.
+kernel that boots next, and for the running one unless a newer one replaces it: by name where
+apt still has them, else the flavour's metapackage (``linux-headers-cloud-amd64``), which brings
+the headers of the newest kernel of that flavour (upgrade-kernel installs that kernel first).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from gpuwizard.facts import HostFacts
 from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check, install_packages
-from gpuwizard.steps.kernels import kernels_needing_modules
+from gpuwizard.steps.kernels import headers_packages, kernels_needing_modules
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,9 @@ class InstallHeaders:
         have = facts.boot.kernels_with_headers
         return [k for k in kernels_needing_modules(facts) if k not in have]
 
-    def packages(self, kernels: list[str]) -> list[str]:
+    def packages(self, facts: HostFacts, kernels: list[str]) -> list[str]:
         if self.family == "debian":
-            return [f"linux-headers-{k}" for k in kernels]
+            return headers_packages(facts, tuple(kernels))
         return [name for k in kernels for name in (f"kernel-devel-{k}", f"kernel-headers-{k}")]
 
     def check(self, facts: HostFacts) -> Check:
@@ -48,7 +50,7 @@ class InstallHeaders:
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         absent = self.missing_kernels(facts)
-        return install_packages(self.family, self.packages(absent)) if absent else ()
+        return install_packages(self.family, self.packages(facts, absent)) if absent else ()
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

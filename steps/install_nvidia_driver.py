@@ -4,9 +4,11 @@ Ubuntu's archive carries the server branches (``nvidia-driver-580-server-open`` 
 ``nvidia-utils-580-server`` so nvidia-smi exists); Debian and Rocky use NVIDIA's repository
 (``nvidia-open`` / ``cuda-drivers``, the branch pinned by ``nvidia-driver-pinning-580``, a dnf
 module stream on RHEL 8/9, or ``dnf versionlock add '*nvidia*580*'`` on RHEL 10, which has no
-module streams: NVIDIA's driver installation guide, R620 edition). Done means the packages are
-installed and a module exists for the kernel that boots next; loading it waits for the reboot
-step.
+module streams: NVIDIA's driver installation guide, R620 edition), or on Debian its own non-free
+packages (``nvidia-kernel-dkms``, ``libcuda1``, ``nvidia-smi``: what CUDA needs, without the X
+server that ``nvidia-driver`` brings). Done means the packages are installed and a module exists
+for the kernel that boots next; loading it is the next steps' job (load-nvidia-driver, else the
+reboot).
 """
 
 from __future__ import annotations
@@ -16,8 +18,20 @@ from dataclasses import dataclass
 from gpuwizard.facts import HostFacts
 from gpuwizard.plan import Action, Run, Target
 from gpuwizard.selection import DriverChoice
-from gpuwizard.steps.base import Check, install_packages, missing
+from gpuwizard.steps.base import Check, apt_install, install_packages, missing
 from gpuwizard.steps.kernels import next_boot_kernel
+
+SOURCES = {
+    "ubuntu-archive": "Ubuntu's archive",
+    "cuda-repo-apt": "NVIDIA's CUDA repository",
+    "cuda-repo-dnf": "NVIDIA's CUDA repository",
+    "debian-archive": "Debian's own archive (non-free, no third-party repository)",
+}
+NO_RECOMMENDS_WHY = (
+    " Installed with --no-install-recommends: dkms recommends linux-headers-amd64, the headers of "
+    "another kernel flavour, and DKMS would then build the module twice, once for a kernel that "
+    "is not even installed."
+)
 
 
 @dataclass(frozen=True)
@@ -40,10 +54,18 @@ class InstallNvidiaDriver:
             if self.driver.signed_modules
             else ""
         )
+        source = SOURCES.get(self.driver.source, self.driver.source)
+        recommends = "" if self.recommends else NO_RECOMMENDS_WHY
         return (
-            f"Driver branch R{self.driver.branch} with {flavor}, from {self.driver.source}: it supports every GPU "
-            f"here and runs the chosen PyTorch build.{signed}"
+            f"Driver branch R{self.driver.branch} with {flavor}, from {source}: it supports every GPU "
+            f"here and runs the chosen PyTorch build.{signed}{recommends}"
         )
+
+    @property
+    def recommends(self) -> bool:
+        """Debian's DKMS driver packages go without recommends (see NO_RECOMMENDS_WHY)."""
+        debian_dkms = self.driver.source in ("cuda-repo-apt", "debian-archive")
+        return not (self.family == "debian" and debian_dkms and not self.driver.signed_modules)
 
     def check(self, facts: HostFacts) -> Check:
         absent = missing(facts, self.driver.packages)
@@ -69,6 +91,8 @@ class InstallNvidiaDriver:
             actions += (
                 Run(("dnf", "versionlock", "add", self.driver.version_lock), timeout_s=600),
             )
+        if self.family == "debian":
+            return actions + apt_install(self.driver.packages, recommends=self.recommends)
         return actions + install_packages(self.family, self.driver.packages)
 
     def verify(self, facts: HostFacts) -> Check:

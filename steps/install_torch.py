@@ -11,6 +11,9 @@ with ``pip download --require-hashes`` (checked against those hashes) from PyPI 
 from the download folder, the dependencies resolved from PyPI as usual. The other builds live on
 PyTorch's own index, whose hashes could not be read from where gpuwizard's data is made: they
 are installed by version, and the step says so.
+pip is brought to its pinned version with ``--force-reinstall``, so that it must reach the index: a
+plain upgrade of an installed pip exits 0 when the index cannot be reached, and a broken index
+would only show later, in the long PyTorch download.
 """
 
 from __future__ import annotations
@@ -103,9 +106,8 @@ class InstallTorch:
         if self.check(facts).satisfied:
             return ()
         pip = (f"{self.env.path}/bin/python", "-m", "pip")
-        upgrade = Run(
-            (*pip, "install", "--quiet", f"pip=={pip_for(self.env.python).version}"), timeout_s=900
-        )
+        pinned = f"pip=={pip_for(self.env.python).version}"
+        upgrade = Run((*pip, "install", "--quiet", "--force-reinstall", pinned), timeout_s=900)
         wheels = hashed_wheels(self.torch, self.env.python, self.arch)
         if wheels is None:
             install = (

@@ -43,19 +43,29 @@ def why_not_loaded(facts: HostFacts) -> str:
     return ""
 
 
+DRIVER_PACKAGES = ("nvidia", "libnvidia", "libcuda", "firmware-nvidia", "dkms")
+
+
+def asked_only_for_the_driver(facts: HostFacts) -> bool:
+    """/run/reboot-required names only driver packages: the reboot was for the driver itself."""
+    packages = facts.boot.reboot_required_packages
+    return bool(packages) and all(p.startswith(DRIVER_PACKAGES) for p in packages)
+
+
 def driver_pending(branch: str) -> Condition:
     """Why a reboot is still needed for the driver: the list is empty once it is loaded."""
 
     def reasons(facts: HostFacts) -> list[str]:
         out = []
         nvml = facts.boot.nvml
-        if not isinstance(nvml, NvmlOk) or nvml.driver_version.split(".")[0] != branch:
+        loaded = isinstance(nvml, NvmlOk) and nvml.driver_version.split(".")[0] == branch
+        if not loaded:
             now = nvml.driver_version if isinstance(nvml, NvmlOk) else nvml.reason
             cause = why_not_loaded(facts)
             out.append(f"driver R{branch} is not loaded ({now})" + (f": {cause}" if cause else ""))
         if nouveau_in_use(facts):
             out.append("nouveau is loaded")
-        if facts.boot.reboot_required:
+        if facts.boot.reboot_required and not (loaded and asked_only_for_the_driver(facts)):
             out.append("a package asked for a reboot")
         return out
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from gpuwizard import dpkgdb
 from gpuwizard.codec import to_jsonable
+from gpuwizard.detect.apt_sources import header_packages
 from gpuwizard.detect.installs import PACKAGE_PATTERNS, RPM_QUERY
 from gpuwizard.detect.recording import command_key
 from gpuwizard.detect.system import FREE_SPACE_PATHS
@@ -175,6 +177,9 @@ class Profile:
     """Messages after the boot banner (nouveau, NVRM, Xid ...), as dmesg prints them."""
     extra_commands: dict[str, tuple[int, str]] = field(default_factory=dict)
     """More recorded commands (key: the shell-joined argv), for what only the doctor asks."""
+    apt_policy: str | None = None
+    """``apt-cache policy`` of the kernel header packages as recorded on the machine; None:
+    every one of them has a candidate (an up-to-date archive), in apt's format."""
 
 
 def gpu_pci(
@@ -301,6 +306,35 @@ def infiniband(devices: int, state: str, rate: str) -> dict[str, str]:
     return files
 
 
+def apt_policy(profile: Profile, names: tuple[str, ...]) -> str:
+    """What ``apt-cache policy`` prints when each of these packages has a candidate."""
+    installed = dict(profile.packages)
+    codename = re.search(r"^VERSION_CODENAME=(\S+)", OS_RELEASE[profile.os], re.MULTILINE)
+    codename = codename.group(1) if codename else "stable"
+    mirror = (
+        "http://archive.ubuntu.com/ubuntu"
+        if profile.os.startswith("ubuntu")
+        else "http://deb.debian.org/debian"
+    )
+    blocks = []
+    for name in names:
+        version = installed.get(name) or re.sub(
+            r"^linux-headers-(\d+\.\d+\.\d+)-(\d+).*", r"\1-\2.1", name
+        )
+        if not version[0].isdigit():
+            version = "1.0"
+        blocks.append(
+            f"{name}:\n  Installed: {installed.get(name, '(none)')}\n  Candidate: {version}\n"
+            f"  Version table:\n     {version} 500\n        500 {mirror} {codename}-updates/main amd64 Packages\n"
+        )
+    return "".join(blocks)
+
+
+def header_query(profile: Profile) -> tuple[str, ...]:
+    kernels = tuple(dict.fromkeys([*(profile.kernels or (profile.kernel,)), profile.kernel]))
+    return header_packages(kernels)
+
+
 def commands(profile: Profile) -> dict[str, dict[str, object]]:
     family = "rhel" if profile.os.startswith("rocky") else "debian"
     out: dict[str, tuple[int, str] | tuple[int, str, str]] = {
@@ -322,7 +356,13 @@ def commands(profile: Profile) -> dict[str, dict[str, object]]:
         )
     else:
         out[command_key(["systemctl", "is-enabled", *MANAGED_SERVICES])] = (127, "")
-    if family == "rhel":
+    if family == "debian":
+        names = header_query(profile)
+        policy = (
+            profile.apt_policy if profile.apt_policy is not None else apt_policy(profile, names)
+        )
+        out[command_key(["apt-cache", "policy", *names])] = (0, policy)
+    else:
         listing = "".join(f"{n}\t{v}\tii \n" for n, v in profile.packages)
         out[command_key([*RPM_QUERY, *PACKAGE_PATTERNS])] = (0, listing)
     return {
@@ -545,6 +585,7 @@ def neglected_a100() -> Profile:
             f"{site}/torchvision-0.29.1+cu130.dist-info/METADATA": metadata(
                 "torchvision", "0.29.1+cu130"
             ),
+            f"{site}/pip-24.0.dist-info/METADATA": metadata("pip", "24.0"),
             **dev_nodes(8),
             **infiniband(4, "1: DOWN", "10 Gb/sec (4X SDR)"),
         },
@@ -557,6 +598,30 @@ def neglected_a100() -> Profile:
 NVIDIA_MODPROBE = "blacklist nouveau\noptions nouveau modeset=0\n"
 
 UBUNTU_2004_DEV = (("linux-headers-generic", "5.4.0.216.208"),)
+
+# Read from a real Debian 12 root on 2026-12-03 (see the t4-debian12-fresh notes).
+T4_KERNEL = "6.1.0-57-cloud-amd64"
+T4_APT_POLICY = """linux-headers-6.1.0-57-cloud-amd64:
+  Installed: (none)
+  Candidate: 6.1.192-3
+  Version table:
+     6.1.192-3 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+linux-headers-cloud-amd64:
+  Installed: (none)
+  Candidate: 6.1.192-3
+  Version table:
+     6.1.192-3 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+     6.1.176-1 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+"""
+DEBIAN12_MAIN_SOURCES = """deb http://deb.debian.org/debian bookworm main
+
+deb http://deb.debian.org/debian bookworm-updates main
+
+deb http://deb.debian.org/debian-security bookworm-security main
+"""
 NOUVEAU = "nouveau"
 
 SPECS: tuple[Profile, ...] = (
@@ -732,14 +797,16 @@ SPECS: tuple[Profile, ...] = (
     Profile(
         name="t4-debian12-fresh",
         description="1x T4, Debian 12 cloud image, fresh: no driver, no kernel headers",
-        notes="A small GCE-style VM: nouveau drives the T4, the cloud kernel's headers are not "
-        "installed, the boot disk is small.",
+        notes="A small GCE-style VM on Debian's cloud kernel, refreshed on 2026-12-03 from a real "
+        "Debian 12 root (mmdebstrap bookworm + -updates + -security, main only, with "
+        "linux-image-cloud-amd64): kernel 6.1.0-57-cloud-amd64, which is built without DRM, so "
+        "no nouveau exists to hold the T4 and nothing is bound to it; python3.11 without "
+        "python3.11-venv; apt's sources name main only; the headers of the running kernel are "
+        "in the archive but not installed. Legacy BIOS boot, a small boot disk. Hardware and "
+        "boot facts are the earlier hand-made ones.",
         os="debian12",
-        kernel="6.1.0-37-cloud-amd64",
-        pci=gpu_pci(
-            ["0000:00:04.0"], "1eb8", "12a2", NOUVEAU, (SPEED["gen3"], SPEED["gen3"], 16, 16)
-        ),
-        modules=("nouveau",),
+        kernel=T4_KERNEL,
+        pci=gpu_pci(["0000:00:04.0"], "1eb8", "12a2", None, (SPEED["gen3"], SPEED["gen3"], 16, 16)),
         cpu=("Intel(R) Xeon(R) CPU @ 2.20GHz", 8),
         memory_kib=30_817_020,
         disks=(("sda", 107_374_182_400, False),),
@@ -748,7 +815,9 @@ SPECS: tuple[Profile, ...] = (
         secure_boot=MOKUTIL_NO_EFI,
         free_bytes=92_000_000_000,
         python=("3.11",),
-        kernel_log=nouveau_log(["0000:00:04.0"], "TU104 (164000a1)", bound=True),
+        packages=(("python3.11", "3.11.2-6+deb12u9"),),
+        apt_policy=T4_APT_POLICY,
+        files={"/etc/apt/sources.list": DEBIAN12_MAIN_SOURCES},
     ),
     Profile(
         name="l40sx4-rocky9-fresh",
@@ -837,6 +906,7 @@ SPECS: tuple[Profile, ...] = (
         ),
         python=("3.10",),
         files={"/usr/lib/wsl/lib/libnvidia-ml.so.1": "", "/usr/lib/wsl/lib/nvidia-smi": ""},
+        apt_policy="",  # WSL's kernel comes from Microsoft: no headers package for it in the archive
     ),
 )
 

@@ -228,6 +228,15 @@ MokState = Literal["enrolled", "pending", "not-enrolled", "no-key", "unknown"]
 
 
 @dataclass(frozen=True)
+class AptSource:
+    """One enabled ``deb`` entry of apt's sources (one-line ``.list`` or deb822 ``.sources``)."""
+
+    uri: str
+    suite: str
+    components: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class VerifyReport:
     """What the verify-torch step saw, read back from /var/lib/gpuwizard/verify.json."""
 
@@ -262,6 +271,12 @@ class Installs:
     """Content of the configuration files gpuwizard writes, where they exist."""
     mok: MokState = "unknown"
     verification: VerifyReport | None = None
+    apt_sources: tuple[AptSource, ...] = ()
+    """Where apt installs from: enabled ``deb`` entries (Debian and Ubuntu only)."""
+    archive_headers: tuple[str, ...] | None = None
+    """Kernel header packages apt can install now, among those of the installed and running
+    kernels and their flavour's metapackage (``linux-headers-cloud-amd64``); None when apt cannot
+    tell (no package lists yet, or not apt)."""
 
     def has_package(self, prefix: str) -> bool:
         return any(p.name.startswith(prefix) for p in self.packages)
@@ -287,6 +302,8 @@ class Environment:
     """major.minor, from pyvenv.cfg or conda-meta; None when unreadable."""
     packages: dict[str, str] = field(default_factory=dict)
     """torch, torchvision, torchaudio -> installed version (with any +cuXYZ local tag)."""
+    problem: str | None = None
+    """Why the environment cannot be used as it is (no interpreter, no pip), or None."""
 
 
 @dataclass(frozen=True)

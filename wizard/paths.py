@@ -26,6 +26,8 @@ NCCL_CONF = "/etc/nccl.conf"
 DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"
 LOGIN_BANNER = "/etc/profile.d/gpuwizard-resume.sh"
 APT_SOURCES_DIR = "/etc/apt/sources.list.d"
+DEBIAN_NONFREE_SOURCES = f"{APT_SOURCES_DIR}/gpuwizard-debian-nonfree.sources"
+"""contrib, non-free and non-free-firmware for Debian's own driver (enable-debian-nonfree)."""
 YUM_REPOS_DIR = "/etc/yum.repos.d"
 MOK_PUBLIC_KEY = "/var/lib/dkms/mok.pub"
 

@@ -76,3 +76,16 @@ def variant_cuda(variant: str) -> str:
 def kernel_sort_key(release: str) -> tuple[tuple[int, str], ...]:
     """Order kernel releases numerically: 5.15.0-101-generic after 5.15.0-91-generic."""
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+_~]", release))
+
+
+_FLAVOURED_KERNEL = re.compile(r"^\d+\.\d+\.\d+(?:-\d+|\+deb\d+(?:u\d+)?)-([a-z][a-z0-9-]*)$")
+
+
+def kernel_flavour(release: str) -> str | None:
+    """The flavour of a Debian or Ubuntu kernel release, which names its metapackages.
+
+    "6.1.0-57-cloud-amd64" and "6.12.118+deb13-cloud-amd64" -> "cloud-amd64" (Debian's
+    ``linux-headers-cloud-amd64``); "5.15.0-126-generic" -> "generic"; RHEL and WSL kernels -> None.
+    """
+    match = _FLAVOURED_KERNEL.match(release)
+    return match.group(1) if match else None

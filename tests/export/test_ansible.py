@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwizard.export.ansible import render_ansible
+from gpuwizard.export.ansible_steps import MARKER_DIR
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.plan import Run, StepPlan, WriteFile, secrets_in
 from gpuwizard.steps import build_plan
@@ -54,6 +55,21 @@ def play_of(text: str) -> dict[str, Any]:
 def tasks_of(text: str) -> list[dict[str, Any]]:
     tasks: list[dict[str, Any]] = play_of(text)["tasks"]
     return tasks
+
+
+def is_bookkeeping(task: dict[str, Any]) -> bool:
+    """A step's marker tasks (ansible_steps), not one of the plan's actions."""
+    copy = task.get("ansible.builtin.copy", {})
+    folder = task.get("ansible.builtin.file", {}).get("path")
+    return (
+        "ansible.builtin.stat" in task
+        or str(copy.get("dest", "")).startswith(MARKER_DIR)
+        or folder == MARKER_DIR
+    )
+
+
+def action_tasks(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [t for t in tasks if not is_bookkeeping(t)]
 
 
 def module_of(task: dict[str, Any]) -> str:
@@ -354,7 +370,7 @@ def test_hostile_values_round_trip_exactly(
     else:  # Jinja delimiters: tagged !unsafe, so Ansible takes them literally
         assert "!unsafe" in text
         play = play_of(text)
-    command, copy = play["tasks"][-2:]
+    command, copy = action_tasks(play["tasks"])[-2:]
     assert command["ansible.builtin.command"] == {
         "argv": ["/usr/local/bin/tool", *argv],
         "creates": path,
@@ -384,12 +400,61 @@ def test_other_ok_exit_codes_and_creates_reach_the_command_task() -> None:
         ),
     )
     plan = dataclasses.replace(source.plan, steps=(step,))
-    first, second = tasks_of(render_ansible(dataclasses.replace(source, plan=plan)))
+    first, second = action_tasks(tasks_of(render_ansible(dataclasses.replace(source, plan=plan))))
     assert first["register"] == "gpuwizard_command"
     assert first["failed_when"] == "gpuwizard_command.rc not in [0, 2]"
     assert first["changed_when"] is True
     assert second["ansible.builtin.command"] == {"argv": ["tool"], "creates": "/x"}
     assert "changed_when" not in second
+
+
+def test_a_second_run_skips_every_finished_step() -> None:
+    """Each step's tasks run only while its marker is missing; the marker is written last."""
+    tasks = tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh")))
+    assert "ansible.builtin.package" in tasks[0], "python3-packaging for the pip module comes first"
+    assert tasks[1]["ansible.builtin.file"] == {
+        "path": MARKER_DIR,
+        "state": "directory",
+        "mode": "0700",
+    }
+    guards = [t for t in tasks if "ansible.builtin.stat" in t]
+    for guard in guards:
+        start = tasks.index(guard)
+        when = f"not {guard['register']}.stat.exists"
+        step = []
+        for task in tasks[start + 1 :]:
+            if task.get("when") != when:
+                break
+            step.append(task)
+        assert (
+            step
+            and str(step[-1]["ansible.builtin.copy"]["dest"])
+            == guard["ansible.builtin.stat"]["path"]
+        )
+    assert sum(len(g) for g in guards) and len(guards) == len(
+        [s for s in source_for("h100x8-ubuntu2204-fresh").plan.steps if s.actions]
+    )
+
+
+def test_check_mode_judges_only_what_needs_no_earlier_change() -> None:
+    everything = action_tasks(tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh"))))
+    needs, tasks = (
+        [t for t in everything if "when" not in t],
+        [t for t in everything if "when" in t],
+    )
+    assert [t["ansible.builtin.package"]["name"] for t in needs] == ["python3-packaging"]
+    assert needs[0]["ignore_errors"] == "{{ ansible_check_mode }}"
+    first_step = tasks[0]["when"]
+    strict = [t for t in tasks if t["when"] == first_step]
+    assert strict and all(
+        "ignore_errors" not in t for t in strict if "ansible.builtin.apt" not in t
+    )
+    later = [t for t in tasks if t["when"] != first_step]
+    assert all(t["ignore_errors"] == "{{ ansible_check_mode }}" for t in later)
+    apt = [t for t in tasks if "ansible.builtin.apt" in t]
+    assert apt and all(t["ignore_errors"] == "{{ ansible_check_mode }}" for t in apt), (
+        "no python3-apt"
+    )
 
 
 def test_jinja_in_a_value_is_tagged_unsafe() -> None:

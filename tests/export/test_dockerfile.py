@@ -218,7 +218,7 @@ def test_torch_comes_pinned_from_the_plans_index_without_a_pip_cache() -> None:
         "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url "
         "https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1"
     ) in runs[0]
-    assert "pip install --no-cache-dir --quiet pip==26.3" in runs[0]
+    assert "pip install --no-cache-dir --quiet --force-reinstall pip==26.3" in runs[0]
 
 
 def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_pinned_hashes() -> (

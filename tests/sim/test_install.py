@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from tests.sim.conftest import A100, H100, planned_commands
+from gpuwizard.runner import events as ev
+from tests.sim.conftest import A100, H100, T4_DEBIAN, planned_commands
 
 
 @pytest.mark.parametrize(
@@ -47,3 +48,34 @@ def test_apply_installs_a_fresh_host_through_its_reboots_and_a_second_apply_chan
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Nothing to do: every step is already done." in again.stdout
     assert host.sandbox.calls.read_text() == calls_before, "the second apply ran a command"
+
+
+def test_a_cloud_kernel_without_nouveau_gets_its_driver_loaded_without_a_reboot(sim):
+    """Issue 15 §4: nouveau absent, the module built for the running kernel, no Secure Boot key
+    waiting: modprobe and NVML instead of a reboot; the reboot step skips itself."""
+    host = sim(T4_DEBIAN)
+    run = host.cli("apply", "--yes")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    states = host.step_states()
+    assert states["load-nvidia-driver"] == "done" and states["reboot"] == "skipped"
+    assert host.state().reboots == 0
+    assert ("modprobe", "nvidia") in host.commands() and ("reboot",) not in host.commands()
+    assert json.loads(host.path("/var/lib/gpuwizard/verify.json").read_text())["ok"]
+
+
+def test_when_loading_fails_the_reboot_loads_the_driver(sim):
+    host = sim(T4_DEBIAN)
+    host.scenario(rules=[{"tool": "modprobe", "match": "nvidia", "exit": 1,
+                          "output": "modprobe: ERROR: could not insert 'nvidia': Operation not permitted"}])  # fmt: skip
+    runs = [host.cli("apply", "--yes") for _ in range(2)]
+
+    assert [r.returncode for r in runs] == [10, 0], runs[-1].stdout + runs[-1].stderr
+    events = host.events_of(ev.StepFinished)
+    load = next(e for e in events if e.step == "load-nvidia-driver")
+    assert (
+        load.ok
+        and "could not be loaded now" in load.reason
+        and "the reboot step loads it" in load.reason
+    )
+    assert host.state().reboots == 1 and host.step_states()["reboot"] == "done"

@@ -8,7 +8,7 @@ import json
 import re
 
 from gpuwizard.codec import CodecError, from_jsonable
-from gpuwizard.facts import MokState, VerifyReport
+from gpuwizard.facts import MokState, SecureBootState, VerifyReport
 from gpuwizard.host import MISSING_TOOL, Host
 from gpuwizard.paths import (
     APT_SOURCES_DIR,
@@ -21,8 +21,14 @@ from gpuwizard.paths import (
 
 MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 _BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.MULTILINE)
-_NVIDIA_KO = re.compile(r"^nvidia\.ko(\.xz|\.zst|\.gz)?$")
-# Where an nvidia.ko lands: DKMS (updates/dkms), RPM kmods (extra), Ubuntu's signed prebuilt
+# The driver's core module under every name the distributions give it: nvidia.ko (NVIDIA's and
+# Ubuntu's packages, RPM kmods), Debian's DKMS renames it after its package: nvidia-current.ko,
+# nvidia-current-open.ko, nvidia-tesla-535.ko, nvidia-legacy-390xx.ko (dkms.conf DEST_MODULE_NAME,
+# read from the bookworm packages on 2026-12-03). Never nvidia-modeset, -drm, -uvm or -peermem.
+_NVIDIA_KO = re.compile(
+    r"^nvidia(-(current|tesla-\d+|legacy-[0-9a-z]+))?(-open)?\.ko(\.xz|\.zst|\.gz)?$"
+)
+# Where the module lands: DKMS (updates/dkms), RPM kmods (extra), Ubuntu's signed prebuilt
 # modules (kernel/nvidia-<branch>srv).
 _MODULE_DIRS = ("updates/dkms", "extra", "updates")
 
@@ -82,9 +88,16 @@ def parse_mok_test_key(output: str) -> MokState:
     return "not-enrolled" if "not enrolled" in text else "unknown"
 
 
-def read_mok(host: Host) -> MokState:
+def read_mok(host: Host, secure_boot: SecureBootState) -> MokState:
+    """Whether the firmware trusts the DKMS signing key; asked only where Secure Boot is on.
+
+    Debian's dkms makes its own key on the first build, so a key often exists on machines
+    without Secure Boot, where its enrollment does not matter ("unknown": not asked).
+    """
     if not host.exists(MOK_PUBLIC_KEY):
         return "no-key"
+    if secure_boot != "enabled":
+        return "unknown"
     out = host.run(["mokutil", "--test-key", MOK_PUBLIC_KEY])
     return parse_mok_test_key(out.stdout + out.stderr)
 

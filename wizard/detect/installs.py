@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from gpuwizard import dpkgdb
-from gpuwizard.detect import config, python_envs
+from gpuwizard.detect import apt_sources, config, python_envs
 from gpuwizard.dpkgdb import DpkgDatabase
-from gpuwizard.facts import Installs, Package, PythonEnv
+from gpuwizard.facts import Boot, Installs, Package, PythonEnv
 from gpuwizard.host import Host
 from gpuwizard.paths import MINIFORGE_DIR
 
@@ -20,6 +20,7 @@ from gpuwizard.paths import MINIFORGE_DIR
 PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
+    "libcuda1",
     "linux-modules-nvidia-*",
     "cuda-*",
     "libcudnn*",
@@ -102,9 +103,14 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def read_installs(host: Host, family: str, dpkg: DpkgDatabase | None) -> tuple[Installs, PythonEnv]:
-    """What is installed; ``dpkg`` is the package database on Debian and Ubuntu, else None."""
+def read_installs(
+    host: Host, family: str, dpkg: DpkgDatabase | None, boot: Boot, headers_wanted: bool = True
+) -> tuple[Installs, PythonEnv]:
+    """What is installed; ``dpkg`` is the package database on Debian and Ubuntu, else None.
+    ``headers_wanted``: ask apt which kernel headers it offers (a driver may be built here)."""
     conda = conda_dirs(host)
+    apt = family == "debian"
+    kernels = tuple(k for k in dict.fromkeys([*boot.installed_kernels, boot.kernel]) if k)
     installs = Installs(
         packages=read_packages(host, family, dpkg),
         cuda_toolkits=read_cuda_toolkits(host),
@@ -117,7 +123,11 @@ def read_installs(host: Host, family: str, dpkg: DpkgDatabase | None) -> tuple[I
         held_packages=dpkg.held if dpkg is not None else (),
         services_enabled=config.read_services_enabled(host),
         managed_files=config.read_managed_files(host),
-        mok=config.read_mok(host),
+        mok=config.read_mok(host, boot.secure_boot),
         verification=config.read_verification(host),
+        apt_sources=apt_sources.read_apt_sources(host) if apt else (),
+        archive_headers=(
+            apt_sources.read_archive_headers(host, kernels) if apt and headers_wanted else None
+        ),
     )
     return installs, python_envs.read_python(host, conda[0] if conda else None)

@@ -22,6 +22,22 @@ def parse_dist_infos(names: tuple[str, ...]) -> dict[str, str]:
     return {m.group(1): m.group(2) for name in names if (m := _DIST_INFO.match(name))}
 
 
+def env_problem(host: Host, path: str, python: str | None, site: tuple[str, ...]) -> str | None:
+    """Why a venv cannot be used, from its files alone (detection never runs its Python).
+
+    A ``python3 -m venv`` that fails half-way (Debian without python3.X-venv: no ensurepip)
+    leaves pyvenv.cfg and bin/python behind but no pip; a system Python that was removed or
+    upgraded leaves bin/python a broken link.
+    """
+    if host.read_bytes(f"{path}/bin/python", limit=1) is None:
+        return "its interpreter bin/python is missing or a broken link"
+    if python is None:
+        return "its pyvenv.cfg names no Python version"
+    if not any(n == "pip" or (n.startswith("pip-") and n.endswith(".dist-info")) for n in site):
+        return "it has no pip: it was left half made"
+    return None
+
+
 def read_env(host: Host, path: str, kind: str) -> Environment | None:
     python: str | None = None
     if kind == "venv":
@@ -41,11 +57,13 @@ def read_env(host: Host, path: str, kind: str) -> Environment | None:
             ),
             None,
         )
-    packages = (
-        parse_dist_infos(host.listdir(f"{path}/lib/python{python}/site-packages")) if python else {}
-    )
+    site = host.listdir(f"{path}/lib/python{python}/site-packages") if python else ()
     return Environment(
-        path=path, kind="venv" if kind == "venv" else "conda", python=python, packages=packages
+        path=path,
+        kind="venv" if kind == "venv" else "conda",
+        python=python,
+        packages=parse_dist_infos(site),
+        problem=env_problem(host, path, python, site) if kind == "venv" else None,
     )
 
 

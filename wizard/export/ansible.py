@@ -14,10 +14,11 @@ from collections.abc import Mapping
 
 import yaml
 
-from gpuwizard.export.ansible_tasks import Context, Task, Unsafe, step_tasks, text, texts
+from gpuwizard.export.ansible_steps import MARKER_DIR, module_needs, play_tasks
+from gpuwizard.export.ansible_tasks import Context, Unsafe, text, texts
 from gpuwizard.export.source import ExportSource
 from gpuwizard.export.words import one_line
-from gpuwizard.plan import Run, secrets_in
+from gpuwizard.plan import secrets_in
 
 HOSTS = "{{ gpuwizard_hosts | default('gpu_servers') }}"
 """The inventory group ``gpu_servers``; ``-e gpuwizard_hosts=GROUP`` targets another."""
@@ -35,8 +36,8 @@ def secret_vars(source: ExportSource) -> dict[str, str]:
     return names
 
 
-def prompt_tasks(source: ExportSource) -> tuple[list[dict[str, object]], list[Task]]:
-    """vars_prompt entries for the plan's secrets, and the package ``expect`` needs."""
+def prompt_tasks(source: ExportSource) -> list[dict[str, object]]:
+    """vars_prompt entries for the plan's secrets."""
     variables = secret_vars(source)
     prompts: list[dict[str, object]] = [
         {
@@ -48,18 +49,7 @@ def prompt_tasks(source: ExportSource) -> tuple[list[dict[str, object]], list[Ta
         }
         for s in secrets_in(source.plan)
     ]
-    answers = any(isinstance(a, Run) and a.answers for s in source.plan.steps for a in s.actions)
-    needs: list[Task] = (
-        [
-            {
-                "name": "Install pexpect, which ansible.builtin.expect needs for the answered prompts",
-                "ansible.builtin.package": {"name": "python3-pexpect", "state": "present"},
-            }
-        ]
-        if answers
-        else []
-    )
-    return prompts, needs
+    return prompts
 
 
 def _comment(value: str, indent: str = "") -> list[str]:
@@ -90,6 +80,11 @@ def header(source: ExportSource, secrets: Mapping[str, str]) -> list[str]:
             "(vars_prompt: hidden, typed twice, no default) and are never written here. A MOK "
             "enrollment needs a person at each server's console at the next boot (MokManager)."
         )
+    lines += _comment(
+        f"Each finished step leaves a marker in {MARKER_DIR} and is skipped on the next run, so "
+        "a second run changes nothing; --check shows what a first run would change (a task that "
+        "needs an earlier step's change is not judged in check mode)."
+    )
     lines += _comment(
         "Run: ansible-playbook -i INVENTORY playbook.yml (the group gpu_servers; "
         "-e gpuwizard_hosts=GROUP for another)."
@@ -132,9 +127,10 @@ def render_ansible(source: ExportSource) -> str:
         ExportError: an action with no Ansible form (an unknown gpuwizard-fetch option).
     """
     secrets = secret_vars(source)
-    prompts, needs = prompt_tasks(source)
+    prompts = prompt_tasks(source)
     context = Context(source, secrets)
-    tasks = needs + [t for s in source.plan.steps for t in step_tasks(s, context)]
+    steps = play_tasks(source.plan.steps, context)
+    tasks = module_needs(steps) + steps
     play: dict[str, object] = {
         "name": text(one_line(f"Set up GPU servers for PyTorch as planned on {source.machine}")),
         "hosts": HOSTS,

@@ -73,6 +73,9 @@ def apt_options(rest: list[str], args: dict[str, object]) -> list[str] | None:
         flag = rest.pop(0)
         if flag in ("-q", "-qq", "-y", "--yes", "--quiet"):
             continue
+        if flag == "--no-install-recommends":
+            args["install_recommends"] = False
+            continue
         if flag != "-o" or not rest:
             return None
         key, _, value = rest.pop(0).partition("=")
@@ -168,8 +171,10 @@ def pip_task(run: Run, conda: bool) -> list[Task] | None:
         flag = rest.pop(0)
         if flag in ("--index-url", "--extra-index-url") and rest:
             extra += [flag, rest.pop(0)]
-        elif flag not in ("--quiet", "-q"):
-            return None  # --upgrade of an unpinned package: the command says it as it is
+        elif flag not in ("--quiet", "-q", "--force-reinstall"):
+            # --upgrade of an unpinned package: the command says it as it is. --force-reinstall
+            # of a pinned set is the same end state to ansible's pip module: that version present.
+            return None
     if not rest or not all("==" in p and not p.startswith("-") for p in rest):
         return None
     env = python.removesuffix("/bin/python")

@@ -293,6 +293,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -333,6 +334,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved @SHOWN(dest)@${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.recommend import debian_native
 from gpuwizard.recommend.result import DriverPlan, PythonPlan
 from gpuwizard.recommend.rules import DriverOption
 from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
 from gpuwizard.recommend.target import Target
 
 UNKNOWN_KERNEL = "$(uname -r)"
+HEADERS = ("linux-headers-{kernel}",)
+"""What Debian's DKMS driver needs beside it (as the cuda-repo-apt row says for NVIDIA's)."""
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,12 @@ class DriverPackages:
 def driver_packages(
     table: CompatTable, target: Target, os_row: OsRelease, option: DriverOption
 ) -> DriverPackages:
-    names = table.packages[os_row.driver_source]
     flavor = option.flavor or "open"
+    native = debian_native.row_for(os_row) if option.source == debian_native.SOURCE else None
+    if native is not None:
+        headers = tuple(t.format(kernel=target.kernel or UNKNOWN_KERNEL) for t in HEADERS)
+        return DriverPackages(native.packages(flavor), headers, None, False)
+    names = table.packages[os_row.driver_source]
     signed_names = names.signed_open if flavor == "open" else names.signed_proprietary
     signed = target.secure_boot == "enabled" and bool(signed_names)
     core = signed_names if signed else (names.open if flavor == "open" else names.proprietary)
@@ -70,6 +77,12 @@ def changes(
     out = []
     if target.dpkg_interrupted:
         out.append("repair the interrupted package database first (dpkg --configure -a)")
+    if target.headers_gone and not target.driver_managed_elsewhere and driver.action != "keep":
+        out.append(
+            f"the headers of the running kernel {target.kernel} are gone from the archive: install "
+            f"the newest {target.headers_gone} kernel with its headers and reboot into it before "
+            "the driver, so the module is built for the kernel that will run"
+        )
     if target.pending_kernel and not target.driver_managed_elsewhere and driver.action != "keep":
         out.append(
             f"apply the pending kernel update ({target.pending_kernel}) and reboot before the driver, "
@@ -143,5 +156,10 @@ def notes(
         out.append(
             f"dnf versionlock {driver.version_lock} holds the branch ({os_row.label if os_row else 'this release'} "
             "has no dnf module streams)"
+        )
+    if driver.source == debian_native.SOURCE:
+        out.append(
+            "Debian's own driver comes from non-free: the plan enables contrib, non-free and "
+            "non-free-firmware first where they are missing, and Debian's updates keep it current"
         )
     return out

@@ -6,9 +6,12 @@ allow. Every rule runs on every candidate; the survivors are ranked by a declare
 1. the newest torch release that the table's "latest" policy allows (its whole set confirmed),
    unless one is pinned;
 2. keeping a working driver over changing it;
-3. a supported long-term branch over a production branch over an end-of-life one, newest first;
-4. PyPI's default CUDA build for the host's platform, then newer CUDA, experimental builds last;
-5. open kernel modules from R560 on (NVIDIA's default), proprietary before.
+3. PyPI's default CUDA build for the host's platform, then the other builds, experimental builds last;
+4. a driver the OS's own archive carries over one from a third-party repository (on Debian:
+   its own non-free driver over NVIDIA's repository, ``debian_native``);
+5. a driver that runs the build natively over minor-version compatibility;
+6. a supported long-term branch over a production branch over an end-of-life one, newest first;
+7. newer CUDA; open kernel modules from R560 on (NVIDIA's default), proprietary before.
 
 The winner becomes a ``Recommendation``; when nothing survives, a ``Refusal`` names the rule that
 fails for every candidate of the releases tried (``refusal.py``). ``explain.py`` writes the
@@ -17,10 +20,10 @@ sentences.
 
 from __future__ import annotations
 
-from gpuwizard.recommend import explain
+from gpuwizard.recommend import debian_native, explain
 from gpuwizard.recommend.refusal import refusal_from
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
-from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption, failures
+from gpuwizard.recommend.rules import THIRD_PARTY, Candidate, DriverAction, DriverOption, failures
 from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
 from gpuwizard.recommend.target import BadInput, Target, match_os
 from gpuwizard.version import Version, at_least, is_version, variant_cuda
@@ -62,17 +65,19 @@ def driver_options(
         options.append(DriverOption("keep", current.branch, current.version, current.flavor))
     if target.driver_managed_elsewhere or choices.keep_driver or os_row is None:
         return tuple(options)
+    action: DriverAction = "install" if current is None else "upgrade"
     for branch in os_row.driver_branches:
         row = table.branch(branch)
         version = table.newest_driver(row, os_row) if row else None
         if row is None or not row.installable or version is None:
             continue
-        action: DriverAction = "install" if current is None else "upgrade"
         if current and branch == current.branch:
             continue
         for flavor in ("open", "proprietary"):
             if getattr(row, flavor):
-                options.append(DriverOption(action, branch, version, flavor))
+                options.append(DriverOption(action, branch, version, flavor, os_row.driver_source))
+    native = debian_native.options(os_row, action)
+    options += [o for o in native if not (current and o.branch == current.branch)]
     return tuple(options)
 
 
@@ -118,6 +123,7 @@ def rank(table: CompatTable, c: Candidate, platform: str = "x86_64") -> tuple[in
     return (
         0 if c.driver.action == "keep" else 1,
         variant_rank,
+        1 if c.driver.source in THIRD_PARTY else 0,
         0 if native else 1,
         0 if long_term else 1 if supported else 2,
         -int(c.driver.branch),

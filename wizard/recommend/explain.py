@@ -12,6 +12,7 @@ from collections import Counter
 
 from gpuwizard.gpus import GpuModel
 from gpuwizard.recommend import changes as change_list
+from gpuwizard.recommend import debian_native
 from gpuwizard.recommend.result import (
     PYTORCH_INDEX,
     DriverPlan,
@@ -100,7 +101,7 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
         min_version,
         option.flavor,
         names.core + names.supporting,
-        found.os_row.driver_source,
+        option.source or found.os_row.driver_source,
         names.module_stream,
         names.signed,
         names.core,
@@ -200,6 +201,11 @@ def _driver_reason(
         option.flavor or "", ""
     )
     why = _flavor_why(target, option)
+    if option.source == debian_native.SOURCE:
+        return (
+            f"R{option.branch} ({life}) with {flavor}{why}, from Debian's own archive (non-free): "
+            f"no third-party repository; Debian's release {plan.version}"
+        )
     return f"R{option.branch} ({life}) with {flavor}{why}; newest known release {plan.version}"
 
 
@@ -251,18 +257,17 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
         )
     seen = set()
     for option in found.options:
-        if (option.branch, option.flavor, option.action) == (
-            chosen.driver.branch,
-            chosen.driver.flavor,
-            chosen.driver.action,
-        ):
+        if option == chosen.driver:
             continue
         alt = Candidate(chosen.torch, chosen.variant, chosen.build, option)
         problems = failures(table, target, alt, needs_nvcc)
         reason = problems[0] if problems else _driver_preference(table, chosen.driver, option)
+        if problems and option.source == debian_native.SOURCE:
+            reason += debian_native.hint(table, target, chosen.torch, option, needs_nvcc)
         if (option.label, reason) not in seen:
             seen.add((option.label, reason))
             out.append(Rejected(option.label, reason))
+    out += [Rejected(label, why) for label, why in debian_native.not_offered(found.os_row)]
     return out
 
 
@@ -322,6 +327,11 @@ def _native(table: CompatTable, driver: str, variant: str) -> bool:
 def _driver_preference(table: CompatTable, chosen: DriverOption, option: DriverOption) -> str:
     if chosen.action == "keep":
         return f"not needed: the installed driver {chosen.version} already fits"
+    if chosen.source == debian_native.SOURCE and option.source != debian_native.SOURCE:
+        return (
+            f"needs NVIDIA's third-party repository; Debian's own R{chosen.branch} fits "
+            "these GPUs and this build without one"
+        )
     if option.branch == chosen.branch:
         return (
             f"R{chosen.branch} {chosen.flavor} modules are preferred (NVIDIA's default from R560 is open)"
@@ -356,13 +366,15 @@ def unconfirmed(table: CompatTable, found: Search, winner: Candidate) -> list[st
             f"the GPU architectures in {winner.variant} builds of torch {winner.torch.version}: "
             f"{source}; verified after install"
         )
+    source = winner.driver.source or (os_row.driver_source if os_row else "")
     if (
         os_row
         and winner.driver.action != "keep"
-        and not table.packages[os_row.driver_source].confirmed
+        and source in table.packages
+        and not table.packages[source].confirmed
     ):
         out.append(
-            f"driver package names from {os_row.driver_source} are not confirmed; "
+            f"driver package names from {source} are not confirmed; "
             "the install step checks they exist before changing anything"
         )
     if os_row and target.arch == "aarch64" and winner.driver.action != "keep":

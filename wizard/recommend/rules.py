@@ -18,6 +18,10 @@ from gpuwizard.recommend.target import Target, match_os
 from gpuwizard.version import Version, at_least, variant_cuda
 
 DriverAction = Literal["install", "keep", "upgrade"]
+DEBIAN_ARCHIVE = "debian-archive"
+"""The source of Debian's own driver (recommend.debian_native)."""
+THIRD_PARTY = ("cuda-repo-apt", "cuda-repo-dnf")
+"""Driver sources that are a repository the OS does not ship: NVIDIA's."""
 
 
 @dataclass(frozen=True)
@@ -27,13 +31,16 @@ class DriverOption:
     version: str
     """The version that will run: the installed one (keep) or the branch's newest (install)."""
     flavor: Flavor | None
+    source: str | None = None
+    """Where it comes from (the OS row's driver source, or Debian's archive); None: kept."""
 
     @property
     def label(self) -> str:
         if self.action == "keep":
             return f"keep driver {self.version}"
         flavor = f" {self.flavor}" if self.flavor else ""
-        return f"{'upgrade to' if self.action == 'upgrade' else 'install'} R{self.branch}{flavor}"
+        where = " from Debian's archive" if self.source == DEBIAN_ARCHIVE else ""
+        return f"{'upgrade to' if self.action == 'upgrade' else 'install'} R{self.branch}{flavor}{where}"
 
 
 @dataclass(frozen=True)
@@ -141,12 +148,21 @@ def toolkit_available(table: CompatTable, target: Target, c: Candidate) -> str |
     return None
 
 
+def source_serves_host(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    """Debian's archive has no Fabric Manager, which NVSwitch systems need."""
+    del table
+    if c.driver.source == DEBIAN_ARCHIVE and target.nvswitch:
+        return "NVSwitch systems need nvidia-fabricmanager, which only NVIDIA's repository has"
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     wheel_exists,
     wheel_has_kernels,
     flavor_fits_gpus,
     driver_supports_gpus,
     driver_runs_wheel,
+    source_serves_host,
 )
 
 

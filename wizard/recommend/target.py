@@ -15,6 +15,7 @@ from gpuwizard import gpus
 from gpuwizard.facts import HostFacts, NvmlOk, SecureBootState
 from gpuwizard.gpus import GpuModel
 from gpuwizard.recommend.table import CompatTable, Flavor, OsRelease
+from gpuwizard.steps.kernels import headers_gone
 from gpuwizard.version import Version, is_version
 
 
@@ -54,6 +55,9 @@ class Target:
     dpkg_interrupted: bool = False
     nvml_problem: str | None = None
     """Why NVML could not be read, when a driver seems installed."""
+    headers_gone: str | None = None
+    """The running kernel's flavour when its headers have left the archive (a newer kernel
+    of that flavour and its headers must come first)."""
 
     @property
     def driver_managed_elsewhere(self) -> bool:
@@ -115,7 +119,7 @@ def _driver_flavor(facts: HostFacts) -> Flavor | None:
     names = [
         p.name
         for p in facts.installs.packages
-        if p.name.startswith(("nvidia-driver", "nvidia-open"))
+        if p.name.startswith(("nvidia-driver", "nvidia-open", "nvidia-kernel-dkms"))
     ]
     if any(name.endswith("-open") or name == "nvidia-open" for name in names):
         return "open"
@@ -124,7 +128,8 @@ def _driver_flavor(facts: HostFacts) -> Flavor | None:
 
 def _driver_from_packages(facts: HostFacts) -> str | None:
     for package in facts.installs.packages:
-        if re.match(r"^nvidia-driver-\d+", package.name):
+        debian = package.name in ("nvidia-kernel-dkms", "nvidia-open-kernel-dkms")
+        if debian or re.match(r"^nvidia-driver-\d+", package.name):
             version = package.version.split("-")[0]
             return version if is_version(version) else None
     return None
@@ -167,6 +172,7 @@ def target_from_facts(facts: HostFacts, table: CompatTable) -> Target:
         runfile_driver=facts.installs.runfile_driver,
         dpkg_interrupted=facts.boot.dpkg_interrupted,
         nvml_problem=None if isinstance(nvml, NvmlOk) else nvml.reason,
+        headers_gone=headers_gone(facts),
     )
 
 

@@ -5,7 +5,8 @@ per step, their known prompts answered and their secret prompts routed to the pe
 troubles are handled here, where they happen: a lock held by another apt (wait and retry with
 backoff, name the holder, never delete the lock) and an interrupted dpkg: checked before every
 apt or dpkg command (a crash mid-apt leaves one, T12) and recognised in apt's output (T16); either
-way ``dpkg --configure -a`` runs once, non-interactively, before the command (again).
+way ``dpkg --configure -a`` runs once, non-interactively, before the command (again), followed by
+``apt-get -f install`` when dpkg still reports a package left half-installed.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
 from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import APT_ENV, Action, Run, WriteFile, assert_never, uses_downloads
+from gpuwizard.plan import Action, Run, WriteFile, assert_never, uses_downloads
 from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
+from gpuwizard.steps.repair_dpkg import configure_pending, fix_broken, is_repair
 
 BASE_ENV = {
     "PATH": SAFE_PATH,
@@ -46,11 +48,8 @@ LOCK_BACKOFF_S = 1.0
 """The n-th retry waits LOCK_BACKOFF_S * 2**n seconds: 2, 4, 8, 16, 32 (about a minute in all)."""
 PACKAGE_TOOLS = ("apt-get", "apt", "dpkg")
 """Commands that need a consistent dpkg database; an interrupted one is repaired first."""
-REPAIR = Run(
-    ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a"),
-    env=APT_ENV,
-    timeout_s=3600,
-)
+REPAIR = configure_pending()
+FIX_BROKEN = fix_broken()
 
 
 @dataclass(frozen=True)
@@ -179,14 +178,22 @@ class Executor:
         return result
 
     def _needs_repair(self, action: Run) -> bool:
-        if action.argv[0] not in PACKAGE_TOOLS or "--configure" in action.argv:
+        if action.argv[0] not in PACKAGE_TOOLS or is_repair(action.argv):
             return False
         return read_dpkg(self.host).interrupted
 
     def _repair(self, step_id: str, note: str) -> bool:
-        """One ``dpkg --configure -a``, noninteractive, keeping local config files (T12, T16)."""
+        """One ``dpkg --configure -a``, noninteractive, keeping local config files (T12, T16);
+        then ``apt-get -f install`` if a package is still half-installed (B6)."""
         self._note(step_id, f"gpuwizard: {note}")
-        return self._ok(REPAIR, self._spawn(step_id, REPAIR))
+        if not self._ok(REPAIR, self._spawn(step_id, REPAIR)):
+            return False
+        if not read_dpkg(self.host).interrupted:
+            return True
+        self._note(
+            step_id, "gpuwizard: a package is still half-installed; running apt-get -f install"
+        )
+        return self._ok(FIX_BROKEN, self._spawn(step_id, FIX_BROKEN))
 
     def _open_log(self, step_id: str) -> BinaryIO:
         """The step's log, appended to; 0600 in a 0700 folder whatever the umask (T38)."""

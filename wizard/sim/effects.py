@@ -23,15 +23,21 @@ ARCHIVE = (
     r"nvidia-driver-pinning-\d+", r"nvidia-fabricmanager-\d+", r"nvidia-fabric-manager", r"nvidia-container-toolkit",
     r"linux-modules-nvidia-\d+-server(-open)?-.+", r"cuda-toolkit-\d+-\d+", r"cudnn9-cuda-\d+", r"cuda-keyring",
     r"datacenter-gpu-manager-4-.+", r"docker\.io", r"docker-ce(-cli)?", r"containerd\.io", r"python3\.1\d(-venv)?",
-    r"dnf-plugins-core", r"linux-headers-.+", r"kernel-devel-.+", r"kernel-headers-.+", r"dkms",
+    r"dnf-plugins-core", r"linux-headers-.+", r"linux-image-.+", r"kernel-devel-.+", r"kernel-headers-.+", r"dkms",
+    r"nvidia-kernel-dkms", r"nvidia-open-kernel-dkms", r"libcuda1", r"nvidia-smi", r"nvidia-persistenced", r"curl",
 )  # fmt: skip
+DEBIAN_DKMS = ("nvidia-kernel-dkms", "nvidia-open-kernel-dkms")
+"""Debian's own driver packages (recommend.debian_native), built by DKMS like the others."""
+DEBIAN_DRIVER_VERSIONS = {"bookworm": "535.309.01-0+deb12u1", "trixie": "550.163.01-2"}
 
 
 def known(name: str) -> bool:
     return any(re.fullmatch(pattern, name) for pattern in ARCHIVE)
 
 
-def version_for(name: str) -> str:
+def version_for(name: str, codename: str = "") -> str:
+    if name in DEBIAN_DKMS:
+        return DEBIAN_DRIVER_VERSIONS.get(codename, "535.309.01-0+deb12u1")
     branch = re.search(r"-(\d{3})(-|$)", name)
     if name in ("nvidia-open", "cuda-drivers") or (
         branch and name.startswith(("nvidia-driver", "nvidia-utils", "nvidia-fabricmanager"))
@@ -39,6 +45,27 @@ def version_for(name: str) -> str:
         number = DRIVER_VERSIONS.get(branch.group(1) if branch else "580", "580.95.05")
         return f"{number}-0ubuntu1"
     return "1.0-1"
+
+
+def is_driver(name: str) -> bool:
+    return name.startswith(("nvidia-driver-", "nvidia-open", "cuda-drivers", *DEBIAN_DKMS)) and (
+        "pinning" not in name
+    )
+
+
+def _os_release(sandbox: Sandbox, key: str) -> str:
+    path = sandbox.path("/etc/os-release")
+    found = re.search(rf"^{key}=\"?([^\"\n]*)", path.read_text() if path.exists() else "", re.M)
+    return found.group(1) if found else ""
+
+
+def codename(sandbox: Sandbox) -> str:
+    return _os_release(sandbox, "VERSION_CODENAME")
+
+
+def uses_apt(sandbox: Sandbox) -> bool:
+    ids = {_os_release(sandbox, "ID"), *_os_release(sandbox, "ID_LIKE").split()}
+    return bool(ids & {"debian", "ubuntu"})
 
 
 def touch(sandbox: Sandbox, absolute: str, content: str = "") -> None:
@@ -92,7 +119,6 @@ def install_driver(sandbox: Sandbox, fail_dkms: bool) -> list[str]:
         "/usr/lib/modprobe.d/nvidia-kernel-common.conf",
         "blacklist nouveau\noptions nouveau modeset=0\n",
     )
-    touch(sandbox, "/run/reboot-required", "*** System restart required ***\n")
     return lines
 
 
@@ -111,7 +137,7 @@ def apply_package(sandbox: Sandbox, name: str, lines: list[str]) -> None:
         touch(sandbox, f"/usr/bin/python{match.group(1)}")
     elif name in ("docker.io", "docker-ce"):
         touch(sandbox, "/usr/bin/docker")
-    lines.append(f"Setting up {name} ({version_for(name)}) ...")
+    lines.append(f"Setting up {name} ({version_for(name, codename(sandbox))}) ...")
 
 
 def install(
@@ -135,16 +161,17 @@ def install(
         "Reading state information...",
     ]
     packages = dict(state.packages)
+    release = codename(sandbox)
     for name in names:
-        packages[name] = version_for(name)
+        packages[name] = version_for(name, release)
         apply_package(sandbox, name, lines)
     state = dataclasses.replace(state, packages=packages)
-    drivers = [
-        n
-        for n in names
-        if n.startswith(("nvidia-driver-", "nvidia-open", "cuda-drivers")) and "pinning" not in n
-    ]
+    drivers = [n for n in names if is_driver(n)]
     signed = any(n.startswith("linux-modules-nvidia") for n in names)
+    if drivers:
+        # The driver's packages ask for a reboot as Ubuntu's do (update-notifier), naming themselves.
+        touch(sandbox, "/run/reboot-required", "*** System restart required ***\n")
+        touch(sandbox, "/run/reboot-required.pkgs", "".join(f"{n}\n" for n in drivers))
     if drivers and not signed:
         output = install_driver(sandbox, fail_dkms)
         lines += output
@@ -156,18 +183,21 @@ def install(
             return dataclasses.replace(state, dpkg_interrupted=True), lines, 100
     elif drivers:
         touch(sandbox, "/usr/bin/nvidia-smi")
-        touch(sandbox, "/run/reboot-required", "*** System restart required ***\n")
     return state, lines, 0
 
 
-def environment(sandbox: Sandbox, path: str, python: str) -> None:
+def environment(sandbox: Sandbox, path: str, python: str, with_pip: bool = True) -> None:
+    """A venv as ``python -m venv`` leaves it; without ensurepip it stops before pip (B3)."""
     touch(
         sandbox,
         f"{path}/pyvenv.cfg",
         f"home = /usr/bin\ninclude-system-site-packages = false\nversion = {python}.3\n",
     )
     touch(sandbox, f"{path}/bin/python")
-    sandbox.path(f"{path}/lib/python{python}/site-packages").mkdir(parents=True, exist_ok=True)
+    site = sandbox.path(f"{path}/lib/python{python}/site-packages")
+    site.mkdir(parents=True, exist_ok=True)
+    if with_pip:
+        (site / "pip-24.0.dist-info").mkdir(exist_ok=True)
 
 
 def env_python(sandbox: Sandbox, env: str) -> str | None:

@@ -22,6 +22,7 @@ from gpuwizard.detect.recording import load_commands, recorded_host
 from gpuwizard.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
 from gpuwizard.host import MISSING_TOOL, Host, Output
 from gpuwizard.paths import MANAGED_SERVICES
+from gpuwizard.sim.effects import is_driver
 from gpuwizard.sim.sandbox import Sandbox, SimState
 
 _CUDA_FOR_BRANCH = {
@@ -37,9 +38,7 @@ _CUDA_FOR_BRANCH = {
 
 def driver_version(state: SimState) -> str | None:
     for name, version in sorted(state.packages.items()):
-        if name.startswith(
-            ("nvidia-driver-", "nvidia-open", "cuda-drivers")
-        ) and not name.startswith("nvidia-driver-pinning"):
+        if is_driver(name):
             return version.split("-")[0]
     return None
 

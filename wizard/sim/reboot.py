@@ -33,6 +33,43 @@ def module_line(name: str) -> str:
     return f"{name} 1048576 0 - Live 0x0000000000000000\n"
 
 
+def running_kernel(sandbox: Sandbox) -> str:
+    return sandbox.path("/proc/sys/kernel/osrelease").read_text().strip()
+
+
+def load_now(sandbox: Sandbox, state: SimState, name: str) -> str:
+    """``modprobe NAME`` on the running system: "" when loaded, else modprobe's error."""
+    kernel = running_kernel(sandbox)
+    modules = _loaded(sandbox)
+    if name.replace("-", "_") not in ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm"):
+        return f"modprobe: FATAL: Module {name} not found in directory /lib/modules/{kernel}"
+    loads, error = nvidia_loads(sandbox, state, kernel)
+    if not loads:
+        return (
+            error or f"modprobe: FATAL: Module {name} not found in directory /lib/modules/{kernel}"
+        )
+    if "nouveau" in modules:
+        return "modprobe: ERROR: could not insert 'nvidia': No such device"
+    wanted = ["nvidia"] + ([name.replace("-", "_")] if name.replace("-", "_") != "nvidia" else [])
+    added = [m for m in wanted if m not in modules]
+    version = driver_version(state)
+    text = sandbox.path("/proc/modules").read_text()
+    sandbox.path("/proc/modules").write_text(text + "".join(module_line(m) for m in added))
+    module_version = sandbox.path("/sys/module/nvidia/version")
+    module_version.parent.mkdir(parents=True, exist_ok=True)
+    module_version.write_text(f"{version}\n")
+    _rebind_gpus(sandbox, "nvidia")
+    _device_files(sandbox, len(sim_gpus(sandbox)))
+    return ""
+
+
+def _loaded(sandbox: Sandbox) -> list[str]:
+    path = sandbox.path("/proc/modules")
+    return [
+        line.split(" ", 1)[0] for line in (path.read_text() if path.exists() else "").splitlines()
+    ]
+
+
 def nvidia_loads(sandbox: Sandbox, state: SimState, kernel: str) -> tuple[bool, str]:
     if driver_version(state) is None:
         return False, ""

@@ -306,8 +306,17 @@ def python(
     sandbox: Sandbox, state: SimState, args: list[str], program: str
 ) -> tuple[SimState, list[str], int]:
     if args[:2] == ["-m", "venv"]:
-        version = re.search(r"python(3\.\d+)", program)
-        effects.environment(sandbox, args[-1], version.group(1) if version else "3.10")
+        found = re.search(r"python(3\.\d+)", program)
+        version = found.group(1) if found else "3.10"
+        system = program.startswith("/usr/bin/") and effects.uses_apt(sandbox)
+        if system and f"python{version}-venv" not in state.packages:
+            # Debian and Ubuntu split ensurepip off: venv stops half-way, pip missing (B3).
+            effects.environment(sandbox, args[-1], version, with_pip=False)
+            return state, ["The virtual environment was not created successfully because ensurepip is not",
+                           "available.  On Debian/Ubuntu systems, you need to install the python3-venv",
+                           "package using the following command.", "",
+                           f"    apt install python{version}-venv"], 1  # fmt: skip
+        effects.environment(sandbox, args[-1], version)
         return state, [], 0
     env = program.rsplit("/bin/", 1)[0]
     if args[:3] == ["-m", "pip", "install"]:
@@ -401,10 +410,19 @@ def other(
     return state, [], 0
 
 
+def modprobe(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+    # Imported here, as for the reboot: loading a module changes what detection sees.
+    from gpuwizard.sim.reboot import load_now
+
+    names = [a for a in args if not a.startswith("-")]
+    error = load_now(sandbox, state, names[0] if names else "")
+    return state, [error] if error else [], 1 if error else 0
+
+
 HANDLERS: dict[str, Handler] = {
     "apt-get": apt_get, "dnf": dnf, "dpkg": dpkg, "update-initramfs": initramfs, "dracut": initramfs,
     "systemctl": systemctl, "mokutil": mokutil, "dkms": dkms, "reboot": fake_reboot, "cloud-init": cloud_init,
-    "gpuwizard-fetch": fetch,
+    "gpuwizard-fetch": fetch, "modprobe": modprobe,
 }  # fmt: skip
 
 

@@ -295,6 +295,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -335,6 +336,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -470,7 +486,7 @@ GPUWIZARD_EOF
 fi
 
 # --- 4. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R570 with open kernel modules, from ubuntu-archive: it supports every GPU here and
+# Driver branch R570 with open kernel modules, from Ubuntu's archive: it supports every GPU here and
 # runs the chosen PyTorch build.
 if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
@@ -523,7 +539,8 @@ fi
 # version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
 # driver runs.
 if gw_begin 9 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch

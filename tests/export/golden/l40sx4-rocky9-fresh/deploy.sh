@@ -294,6 +294,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -334,6 +335,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -614,8 +630,8 @@ GPUWIZARD_EOF
 fi
 
 # --- 3. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R580 with open kernel modules, from cuda-repo-dnf: it supports every GPU here and
-# runs the chosen PyTorch build.
+# Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU
+# here and runs the chosen PyTorch build.
 if gw_begin 3 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run -- dnf -y -q module enable nvidia-driver:580-open
   gw_run -- dnf -y -q install nvidia-open
@@ -656,7 +672,8 @@ fi
 # torch 2.14.1 with torchvision 0.29.1 from PyPI (its default build, the wheels checked against the
 # SHA-256 gpuwizard pins): the build with kernels for these GPUs that the driver runs.
 if gw_begin 8 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
 # torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
 # every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come

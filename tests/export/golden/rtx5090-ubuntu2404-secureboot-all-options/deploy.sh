@@ -300,6 +300,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -340,6 +341,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -600,7 +616,7 @@ GPUWIZARD_EOF
 fi
 
 # --- 2. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R580 with open kernel modules, from ubuntu-archive: it supports every GPU here and
+# Driver branch R580 with open kernel modules, from Ubuntu's archive: it supports every GPU here and
 # runs the chosen PyTorch build. Canonical-signed prebuilt modules load under Secure Boot without a
 # MOK.
 if gw_begin 2 install-nvidia-driver 'Install the NVIDIA driver'; then
@@ -689,7 +705,15 @@ fi
 
 # --- 9. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
 # An isolated Python 3.12 environment: PyTorch never mixes with the system's packages.
+# python3.12-venv is installed first where it is missing: without it python3 -m venv fails half-way
+# on a minimal Debian or Ubuntu.
 if gw_begin 9 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install python3.12-venv
   gw_run -- /usr/bin/python3.12 -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
@@ -698,7 +722,8 @@ fi
 # torch 2.14.1 with torchvision 0.29.1 from PyPI (its default build, the wheels checked against the
 # SHA-256 gpuwizard pins): the build with kernels for these GPUs that the driver runs.
 if gw_begin 10 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
 # torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
 # every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come

@@ -8,11 +8,11 @@
 #   fit: as the machine is
 # Steps (9):
 #    1. Install kernel headers
-#    2. Disable the nouveau driver
-#    3. Add NVIDIA's CUDA repository
-#    4. Install the NVIDIA driver
-#    5. Enable persistence mode (nvidia-persistenced)
-#    6. Reboot (reboot)
+#    2. Add NVIDIA's CUDA repository
+#    3. Install the NVIDIA driver
+#    4. Enable persistence mode (nvidia-persistenced)
+#    5. Load the NVIDIA driver now, without a reboot
+#    6. Reboot, only if the driver could not be loaded without one (reboot)
 #    7. Create the Python environment /opt/gpuwizard/envs/pytorch
 #    8. Install PyTorch 2.14.1 (cu130)
 #    9. Verify PyTorch on every GPU
@@ -294,6 +294,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -334,6 +335,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -587,32 +603,19 @@ if gw_begin 1 install-headers 'Install kernel headers'; then
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-37-cloud-amd64
+      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-57-cloud-amd64
   gw_done install-headers
 fi
 
 # --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
 
-# --- 2. blacklist-nouveau: Disable the nouveau driver
-# nouveau, the open-source driver, claims NVIDIA GPUs at boot and blocks the NVIDIA driver. The
-# blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
-# next boot.
-if gw_begin 2 blacklist-nouveau 'Disable the nouveau driver'; then
-  gw_write /etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
-# Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
-blacklist nouveau
-options nouveau modeset=0
-GPUWIZARD_EOF
-  gw_run -- update-initramfs -u -k all
-  gw_done blacklist-nouveau
-  gw_say '    takes effect at the next boot'
-fi
+# --- blacklist-nouveau: Disable the nouveau driver: nothing to do on the machine this was planned on
 
-# --- 3. add-cuda-repo: Add NVIDIA's CUDA repository
+# --- 2. add-cuda-repo: Add NVIDIA's CUDA repository
 # NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
 # for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
 # repository only (signed-by), never trusted for all of apt.
-if gw_begin 3 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
+if gw_begin 2 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
   gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub \
       /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
       EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
@@ -624,37 +627,60 @@ GPUWIZARD_EOF
   gw_done add-cuda-repo
 fi
 
-# --- 4. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R580 with open kernel modules, from cuda-repo-apt: it supports every GPU here and
-# runs the chosen PyTorch build.
-if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
+# --- 3. install-nvidia-driver: Install the NVIDIA driver
+# Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU
+# here and runs the chosen PyTorch build. Installed with --no-install-recommends: dkms recommends
+# linux-headers-amd64, the headers of another kernel flavour, and DKMS would then build the module
+# twice, once for a kernel that is not even installed.
+if gw_begin 3 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install nvidia-driver-pinning-580 nvidia-open
+      -o Dpkg::Progress-Fancy=0 --no-install-recommends install nvidia-driver-pinning-580 \
+      nvidia-open
   gw_done install-nvidia-driver
 fi
 
-# --- 5. enable-persistence: Enable persistence mode (nvidia-persistenced)
+# --- 4. enable-persistence: Enable persistence mode (nvidia-persistenced)
 # Keeps the driver loaded and the GPUs initialised between jobs, so each new process does not pay
 # seconds of start-up; NVIDIA recommends it on compute servers.
-if gw_begin 5 enable-persistence 'Enable persistence mode (nvidia-persistenced)'; then
+if gw_begin 4 enable-persistence 'Enable persistence mode (nvidia-persistenced)'; then
   gw_run -- systemctl enable nvidia-persistenced
   gw_done enable-persistence
 fi
 
-# --- 6. reboot: Reboot
-# The new kernel modules load at boot: nouveau leaves, the NVIDIA driver arrives. After the reboot,
-# log in again and run gpuwizard: it checks everything again and continues.
-if gw_begin_reboot 6 reboot Reboot; then
+# --- 5. load-nvidia-driver: Load the NVIDIA driver now, without a reboot
+# Nothing here needs a reboot: nouveau is not in the way, the module is built for the running kernel
+# and Secure Boot asks for no new key. modprobe loads the driver and NVML must then answer; the
+# reboot step that follows is skipped. If loading fails, this step shows why and the reboot loads
+# the driver instead.
+if gw_begin 5 load-nvidia-driver 'Load the NVIDIA driver now, without a reboot'; then
+  gw_run --ok '0 1' -- modprobe nvidia
+  gw_run --ok '0 1' -- modprobe nvidia_uvm
+  gw_done load-nvidia-driver
+fi
+
+# --- 6. reboot: Reboot, only if the driver could not be loaded without one
+# Skipped when the step before loaded the driver: nothing else here waits for a boot. If loading
+# failed, the reboot loads it; log in again afterwards and run gpuwizard: it checks everything again
+# and continues.
+if gw_begin_reboot 6 reboot 'Reboot, only if the driver could not be loaded without one'; then
   gw_reboot reboot -- reboot
 fi
 
 # --- 7. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
 # An isolated Python 3.11 environment: PyTorch never mixes with the system's packages.
+# python3.11-venv is installed first where it is missing: without it python3 -m venv fails half-way
+# on a minimal Debian or Ubuntu.
 if gw_begin 7 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install python3.11-venv
   gw_run -- /usr/bin/python3.11 -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
@@ -663,7 +689,8 @@ fi
 # torch 2.14.1 with torchvision 0.29.1 from PyPI (its default build, the wheels checked against the
 # SHA-256 gpuwizard pins): the build with kernels for these GPUs that the driver runs.
 if gw_begin 8 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
 # torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
 # every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come

@@ -6,17 +6,16 @@
 #   pytorch: torch 2.14.1 (cu130), torchvision 0.29.1
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.11, system)
 #   fit: after the changes this plan makes first
-# Steps (10):
+# Steps (9):
 #    1. Install kernel headers
 #    2. Prepare Secure Boot key enrollment (MOK)
-#    3. Disable the nouveau driver
-#    4. Add NVIDIA's CUDA repository
-#    5. Install the NVIDIA driver
-#    6. Enable persistence mode (nvidia-persistenced)
-#    7. Reboot (reboot)
-#    8. Create the Python environment /opt/gpuwizard/envs/pytorch
-#    9. Install PyTorch 2.14.1 (cu130)
-#   10. Verify PyTorch on every GPU
+#    3. Add NVIDIA's CUDA repository
+#    4. Install the NVIDIA driver
+#    5. Enable persistence mode (nvidia-persistenced)
+#    6. Reboot (reboot)
+#    7. Create the Python environment /opt/gpuwizard/envs/pytorch
+#    8. Install PyTorch 2.14.1 (cu130)
+#    9. Verify PyTorch on every GPU
 #
 # Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]
 #   It runs the plan's steps in order: the same commands, with the same environment, as
@@ -303,6 +302,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -343,6 +343,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -576,7 +591,7 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 GW_PY
 
-readonly GW_TOTAL=10
+readonly GW_TOTAL=9
 gw_start "$@"
 gw_secret_mok_password=''
 if ! { gw_is_done enroll-mok; }; then
@@ -601,7 +616,7 @@ if gw_begin 1 install-headers 'Install kernel headers'; then
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-37-cloud-amd64
+      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-57-cloud-amd64
   gw_done install-headers
 fi
 
@@ -620,26 +635,13 @@ fi
 
 # --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
 
-# --- 3. blacklist-nouveau: Disable the nouveau driver
-# nouveau, the open-source driver, claims NVIDIA GPUs at boot and blocks the NVIDIA driver. The
-# blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
-# next boot.
-if gw_begin 3 blacklist-nouveau 'Disable the nouveau driver'; then
-  gw_write /etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
-# Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
-blacklist nouveau
-options nouveau modeset=0
-GPUWIZARD_EOF
-  gw_run -- update-initramfs -u -k all
-  gw_done blacklist-nouveau
-  gw_say '    takes effect at the next boot'
-fi
+# --- blacklist-nouveau: Disable the nouveau driver: nothing to do on the machine this was planned on
 
-# --- 4. add-cuda-repo: Add NVIDIA's CUDA repository
+# --- 3. add-cuda-repo: Add NVIDIA's CUDA repository
 # NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
 # for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
 # repository only (signed-by), never trusted for all of apt.
-if gw_begin 4 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
+if gw_begin 3 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
   gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub \
       /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
       EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
@@ -651,46 +653,58 @@ GPUWIZARD_EOF
   gw_done add-cuda-repo
 fi
 
-# --- 5. install-nvidia-driver: Install the NVIDIA driver
-# Driver branch R580 with open kernel modules, from cuda-repo-apt: it supports every GPU here and
-# runs the chosen PyTorch build.
-if gw_begin 5 install-nvidia-driver 'Install the NVIDIA driver'; then
+# --- 4. install-nvidia-driver: Install the NVIDIA driver
+# Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU
+# here and runs the chosen PyTorch build. Installed with --no-install-recommends: dkms recommends
+# linux-headers-amd64, the headers of another kernel flavour, and DKMS would then build the module
+# twice, once for a kernel that is not even installed.
+if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
   gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install nvidia-driver-pinning-580 nvidia-open
+      -o Dpkg::Progress-Fancy=0 --no-install-recommends install nvidia-driver-pinning-580 \
+      nvidia-open
   gw_done install-nvidia-driver
 fi
 
-# --- 6. enable-persistence: Enable persistence mode (nvidia-persistenced)
+# --- 5. enable-persistence: Enable persistence mode (nvidia-persistenced)
 # Keeps the driver loaded and the GPUs initialised between jobs, so each new process does not pay
 # seconds of start-up; NVIDIA recommends it on compute servers.
-if gw_begin 6 enable-persistence 'Enable persistence mode (nvidia-persistenced)'; then
+if gw_begin 5 enable-persistence 'Enable persistence mode (nvidia-persistenced)'; then
   gw_run -- systemctl enable nvidia-persistenced
   gw_done enable-persistence
 fi
 
-# --- 7. reboot: Reboot
+# --- 6. reboot: Reboot
 # The new kernel modules load at boot: nouveau leaves, the NVIDIA driver arrives. After the reboot,
 # log in again and run gpuwizard: it checks everything again and continues.
-if gw_begin_reboot 7 reboot Reboot; then
+if gw_begin_reboot 6 reboot Reboot; then
   gw_reboot reboot -- reboot
 fi
 
-# --- 8. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
+# --- 7. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
 # An isolated Python 3.11 environment: PyTorch never mixes with the system's packages.
-if gw_begin 8 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+# python3.11-venv is installed first where it is missing: without it python3 -m venv fails half-way
+# on a minimal Debian or Ubuntu.
+if gw_begin 7 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install python3.11-venv
   gw_run -- /usr/bin/python3.11 -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
 
-# --- 9. install-torch: Install PyTorch 2.14.1 (cu130)
+# --- 8. install-torch: Install PyTorch 2.14.1 (cu130)
 # torch 2.14.1 with torchvision 0.29.1 from PyPI (its default build, the wheels checked against the
 # SHA-256 gpuwizard pins): the build with kernels for these GPUs that the driver runs.
-if gw_begin 9 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+if gw_begin 8 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
 # torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
 # every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come
@@ -758,11 +772,11 @@ GPUWIZARD_EOF
   gw_done install-torch
 fi
 
-# --- 10. verify-torch: Verify PyTorch on every GPU
+# --- 9. verify-torch: Verify PyTorch on every GPU
 # Checks what really matters, in the environment just built: CUDA is available, every GPU is seen
 # and has kernels in this build, a matmul and an AMP training step run on each, and torchvision's
 # compiled ops load. A failure names its cause.
-if gw_begin 10 verify-torch 'Verify PyTorch on every GPU'; then
+if gw_begin 9 verify-torch 'Verify PyTorch on every GPU'; then
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -c \
       '"""Verify PyTorch in the environment it runs in; write a JSON report; exit 1 on any problem.
 

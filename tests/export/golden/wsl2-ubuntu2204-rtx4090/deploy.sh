@@ -288,6 +288,7 @@ gw_fetch() {
     esac
     shift
   done
+  gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
   gw_folder "$(dirname -- "$dest")"
@@ -328,6 +329,21 @@ gw_fetch() {
   chmod -- "$mode" "$part"
   mv -f -- "$part" "$dest"
   gw_say "    saved $dest${sha256:+ (SHA-256 verified)}${fingerprint:+ (key fingerprint verified)}"
+}
+
+# gw_need_curl: gw_fetch downloads with curl, which a minimal image may lack (Debian's minbase
+# has none): install it with the system's package manager first.
+gw_need_curl() {
+  if command -v curl >/dev/null; then return 0; fi
+  gw_say "    curl is missing; installing it to download with"
+  if command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get -q update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install curl ca-certificates
+  elif command -v dnf >/dev/null; then
+    dnf -y -q install curl
+  else
+    gw_die "curl is missing and there is no apt-get or dnf to install it with; install curl, then run again"
+  fi
 }
 
 # gw_pypi_wheel NAME==VERSION: the URL of this machine's manylinux wheel of that release, from the
@@ -422,7 +438,15 @@ gw_start "$@"
 
 # --- 1. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
 # An isolated Python 3.10 environment: PyTorch never mixes with the system's packages.
+# python3.10-venv is installed first where it is missing: without it python3 -m venv fails half-way
+# on a minimal Debian or Ubuntu.
 if gw_begin 1 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
+  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install python3.10-venv
   gw_run -- /usr/bin/python3.10 -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
@@ -432,7 +456,8 @@ fi
 # version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
 # driver runs.
 if gw_begin 2 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet pip==26.3
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+      pip==26.3
   gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch

@@ -1,0 +1,75 @@
+"""Planning for and running the wizard's runner on a chroot machine, in this process.
+
+``plan_on`` detects the machine through its ``ChrootHost`` and plans as ``gpuwizard apply``
+does; ``run_runner`` is one runner session (the real ``run_session``, the real executor and pty
+driver) whose every command goes through ``tests.chroot.shim`` into the root. The in-process
+runner stops at a reboot instead of running it; the test makes the new boot itself (``reboot``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from gpuwizard.detect import detect_host
+from gpuwizard.facts import HostFacts
+from gpuwizard.recommend.table import load_table
+from gpuwizard.setup.plan import make_plan
+from gpuwizard.setup.request import SetupRequest
+from gpuwizard.plan import Plan
+from gpuwizard.planner import Options
+from gpuwizard.recommend.result import Choices
+from gpuwizard.runner.control import prepare_run
+from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.session import SessionOptions, run_session
+from gpuwizard.selection import Selection
+from tests.chroot.host import chroot_host
+from tests.chroot.machine import ChrootMachine
+from tests.chroot.roots import REPO
+from tests.chroot.shim import MACHINE_ENV
+
+REBOOT_EXIT = 10
+
+
+def facts_of(machine: ChrootMachine) -> HostFacts:
+    return detect_host(chroot_host(machine))
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    selection: Selection
+    facts: HostFacts
+
+
+def plan_on(
+    machine: ChrootMachine, choices: Choices | None = None, options: Options | None = None
+) -> Planned:
+    facts = facts_of(machine)
+    request = SetupRequest(choices or Choices(), options or Options())
+    plan, selection = make_plan(load_table(), facts, request)
+    return Planned(plan, selection, facts)
+
+
+def machine_tools(machine: ChrootMachine) -> Tools:
+    return Tools(
+        shim=(sys.executable, "-m", "tests.chroot.shim"),
+        env={MACHINE_ENV: str(machine.folder), "PYTHONPATH": str(REPO)},
+    )
+
+
+def start_run(machine: ChrootMachine, planned: Planned) -> str:
+    return prepare_run(machine.state_dir, planned.plan, planned.selection, planned.facts)
+
+
+def run_runner(machine: ChrootMachine) -> int:
+    """One runner session; 10 when it stopped for a reboot, 0 when every step is done."""
+    return run_session(
+        lambda: chroot_host(machine), machine_tools(machine), machine.state_dir, SessionOptions()
+    )
+
+
+def reboot(machine: ChrootMachine) -> str:
+    """The reboot the person confirmed: the root's stand-in makes the new boot."""
+    machine.run(["reboot"], check=True)
+    return machine.boot_id()

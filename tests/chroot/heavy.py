@@ -1,0 +1,330 @@
+"""Heavy chroot tier: the whole install for real in Debian 12 roots, three ways.
+
+Run it as its own command (it is never collected by a plain ``pytest``):
+
+    python -m pytest tests/chroot/heavy.py
+
+On machine A the wizard's own runner first repairs a dpkg that was SIGKILLed mid-unpack (the
+plan's repair step), then installs Debian's own driver (real DKMS build, checked with modinfo),
+loads it without a reboot, and builds the environment. On machine B the deploy.sh exported from
+A's run goes to its reboot stop, continues after the (simulated) reboot, then runs again and
+changes nothing; its end state is A's. On machine C the exported Ansible playbook runs with
+--check, then for real, then again reporting no change. PyTorch's index and the GPU cannot be
+reached here: torch and torchvision come from stand-in wheels and the verification runs against
+them, and both are reported as not checked. Timings are printed at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuwizard.export.ansible import render_ansible
+from gpuwizard.export.bash import render_bash
+from gpuwizard.export.source import ExportSource
+from gpuwizard.plan import APT_ENV
+from gpuwizard.recommend.result import Choices
+from gpuwizard.runner.journal import Journal
+from gpuwizard.runner.layout import EVENTS, JOURNAL, load_planned_facts
+from tests.chroot import torch_standin
+from tests.chroot.conftest import MachineFactory, not_checked, timed
+from tests.chroot.drive import facts_of, plan_on, reboot, run_runner, start_run
+from tests.chroot.machine import ChrootMachine
+from tests.chroot.roots import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+
+CHOICES = Choices(variant="cu126")
+"""The build Debian's own R535 runs: the plan installs Debian's driver, no third-party repo."""
+HEADERS_COMMON = re.compile(r"^linux-headers-[\d.]+-\d+-common$")
+ENV = "/opt/gpuwizard/envs/pytorch"
+KILL_MID_UNPACK = r"""
+import os, re, signal, subprocess, sys, time
+package = sys.argv[1]
+apt = subprocess.Popen(["apt-get", "-q", "-y", "install", *sys.argv[2:]],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def latest():
+    found = None
+    for name in sorted(os.listdir("/var/lib/dpkg/updates"), key=lambda n: int(n) if n.isdigit() else -1):
+        if name.isdigit():
+            for stanza in open("/var/lib/dpkg/updates/" + name).read().split("\n\n"):
+                if ("Package: %s\n" % package) in stanza + "\n":
+                    found = stanza
+    return found or ""
+while apt.poll() is None:
+    if "half-installed" in latest():
+        for pid in [p for p in os.listdir("/proc") if p.isdigit()]:   # this pid namespace only
+            try:
+                if open("/proc/%s/comm" % pid).read().strip() == "dpkg":
+                    os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        apt.wait()
+        sys.exit(0)
+    time.sleep(0.01)
+sys.exit("dpkg finished before it could be killed mid-unpack")
+"""
+OLD_REPAIR = ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a")
+
+
+def offer_torch(machine: ChrootMachine) -> None:
+    """PyTorch's index cannot be reached: pip finds stand-in wheels in a find-links folder."""
+    torch_standin.build(machine.path(torch_standin.FIND_LINKS), "2.14.1", "0.29.1", "cu126")
+    machine.path("/etc/pip.conf").write_text(
+        torch_standin.PIP_CONF.format(links=torch_standin.FIND_LINKS)
+    )
+    not_checked(
+        "install-torch: torch 2.14.1+cu126, torchvision 0.29.1+cu126 from download.pytorch.org",
+        "PyTorch's index cannot be reached here: pip installed stand-in wheels instead",
+    )
+    not_checked(
+        "verify-torch on the GPU",
+        "no GPU here: the stand-in torch answered from the simulated boot",
+    )
+
+
+def audit(machine: ChrootMachine) -> str:
+    return machine.run(["dpkg", "--audit"], check=False).stdout
+
+
+def module_path(machine: ChrootMachine, kernel: str) -> str:
+    found = sorted(machine.path(f"/lib/modules/{kernel}/updates/dkms").glob("nvidia-current.ko*"))
+    assert found, f"no module built for {kernel}"
+    return "/" + str(found[0].relative_to(machine.root))
+
+
+def end_state(machine: ChrootMachine) -> dict[str, object]:
+    """What a setup leaves that a second setup must leave the same way."""
+    kernel = machine.state()["kernel"]
+    packages = machine.run(
+        ["dpkg-query", "-W", "-f=${binary:Package}=${Version} ${db:Status-Abbrev}\n"], check=True
+    ).stdout
+    site = machine.path(f"{ENV}/lib/python3.11/site-packages")
+    return {
+        "packages": sorted(line for line in packages.splitlines() if line.endswith("ii ")),
+        "modules": sorted(
+            p.name for p in machine.path(f"/lib/modules/{kernel}/updates/dkms").iterdir()
+        ),
+        "sources": {
+            p.name: p.read_text() for p in machine.path("/etc/apt/sources.list.d").iterdir()
+        },
+        "modprobe.d": sorted(p.name for p in machine.path("/etc/modprobe.d").iterdir()),
+        "site-packages": sorted(
+            p.name for p in site.iterdir() if p.name.startswith(("torch", "pip"))
+        ),
+        "enabled": machine.run(["systemctl", "is-enabled", "nvidia-persistenced"]).stdout.strip(),
+        "driver loaded": "nvidia" in machine.state()["modules"],  # type: ignore[operator]
+    }
+
+
+def only_recommended(machine: ChrootMachine, packages: set[str]) -> list[str]:
+    """Those of ``packages`` that no installed package depends on (a Recommends only)."""
+    names = [p.split("=", 1)[0].split(":", 1)[0] for p in packages]
+    flags = ["--installed", "--no-recommends", "--no-suggests", "--no-enhances", "--no-conflicts",
+             "--no-breaks", "--no-replaces"]  # fmt: skip
+    found = []
+    for name in names:
+        listed = machine.run(["apt-cache", "rdepends", *flags, name], check=True).stdout.split()
+        if listed[listed.index("Reverse") + 2 :] if "Reverse" in listed else []:
+            continue
+        found.append(name)
+    return found
+
+
+def assert_same_end_state(a: ChrootMachine, other: ChrootMachine) -> None:
+    """The same setup, except what A's interrupted apt run left out: a Recommends of a package
+    it had unpacked before dpkg was killed (manpages-dev from libc6-dev) is never pulled later."""
+    mine, theirs = end_state(a), end_state(other)
+    a_packages, other_packages = set(mine.pop("packages")), set(theirs.pop("packages"))  # type: ignore[arg-type]
+    assert mine == theirs
+    assert not a_packages - other_packages, sorted(a_packages - other_packages)
+    extra = other_packages - a_packages
+    assert len(only_recommended(other, extra)) == len(extra), sorted(extra)
+
+
+def digest_tree(machine: ChrootMachine, *folders: str) -> dict[str, str]:
+    """Every file under these folders with its content digest and mode (what a rerun may not change)."""
+    found = {}
+    for folder in folders:
+        for path in sorted(machine.path(folder).rglob("*")):
+            if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts:
+                data = path.read_bytes()
+                found[str(path.relative_to(machine.root))] = (
+                    f"{hashlib.sha256(data).hexdigest()} {path.stat().st_mode:o}"
+                )
+    return found
+
+
+# ------------------------------------------------------------------------ A: the runner
+@pytest.fixture(scope="module")
+def a(machines: MachineFactory) -> ChrootMachine:
+    machine = machines("A-runner")
+    machine.run(["apt-get", "-q", "update"], env=APT_ENV, check=True)
+    offer_torch(machine)
+    return machine
+
+
+def test_a_dpkg_killed_mid_unpack_is_left_half_installed(a):
+    kernel = str(a.state()["kernel"])
+    common = next(
+        line.split()[0]
+        for line in a.run(
+            ["apt-cache", "depends", f"linux-headers-{kernel}"], check=True
+        ).stdout.split()
+        if HEADERS_COMMON.match(line.split()[0])
+    )
+    with timed("A: apt-get install of the headers, dpkg SIGKILLed mid-unpack"):
+        a.run(
+            ["python3", "-c", KILL_MID_UNPACK, common, f"linux-headers-{kernel}"],
+            check=True,
+            timeout_s=900,
+        )
+    assert "half-installed" in audit(a) or "reinstalled" in audit(a), audit(a)
+    # REAL-ROOT B6: dpkg --configure -a alone exits 0 and leaves it so.
+    assert a.run(list(OLD_REPAIR), env=APT_ENV).returncode == 0
+    assert audit(a), "dpkg --configure -a alone repaired a half-installed package after all"
+
+
+def test_a_the_runner_repairs_dpkg_and_installs_debian_s_driver_without_a_reboot(a):
+    planned = plan_on(a, CHOICES)
+    assert planned.plan.step("repair-dpkg").actions
+    assert planned.plan.step("install-nvidia-driver").actions
+    start_run(a, planned)
+    with timed("A: the runner, repair to verification (DKMS build included)"):
+        code = run_runner(a)
+    events = (a.state_dir / EVENTS).read_text()
+    assert code == 0, events[-4000:]
+    assert audit(a) == ""
+    states = {r.id: r.state for r in Journal.load(a.state_dir / JOURNAL).data.steps}
+    assert states["repair-dpkg"] == "done" and states["load-nvidia-driver"] == "done"
+    assert states["reboot"] == "skipped", "the driver loaded without a reboot"
+    assert a.state()["reboots"] == 0
+
+
+def test_a_dkms_built_the_module_once_for_the_running_kernel(a):
+    kernel = str(a.state()["kernel"])
+    logs = "".join(
+        p.read_text(errors="replace") for p in a.state_dir.glob("logs/*/install-nvidia-driver.log")
+    )
+    assert logs.count("Building initial module for") == 1, "DKMS built more than once (B4)"
+    info = a.run(["modinfo", module_path(a, kernel)], check=True).stdout
+    assert re.search(r"^version:\s+535\.309\.01$", info, re.M), info
+    assert re.search(rf"^vermagic:\s+{re.escape(kernel)} ", info, re.M), info
+    facts = facts_of(a)
+    assert facts.installs.nvidia_module_kernels == (kernel,), (
+        "detection misses Debian's module (B5)"
+    )
+    assert a.path("/var/lib/dkms/mok.pub").exists() and facts.installs.mok == "unknown"  # B7
+
+
+def test_a_a_second_plan_has_nothing_left_to_do(a):
+    planned = plan_on(a, CHOICES)
+    assert [s.id for s in planned.plan.steps if s.actions] == []
+
+
+# ------------------------------------------------------------------- B: deploy.sh
+def exported(a: ChrootMachine) -> ExportSource:
+    journal = Journal.load(a.state_dir / JOURNAL).data
+    return ExportSource(
+        journal.plan, journal.selection, load_planned_facts(a.state_dir), version="0.1.0"
+    )
+
+
+def deploy(machine: ChrootMachine) -> subprocess.CompletedProcess[str]:
+    return machine.run(["bash", "/root/deploy.sh"], timeout_s=2400)
+
+
+@pytest.fixture(scope="module")
+def b(machines: MachineFactory) -> ChrootMachine:
+    machine = machines("B-deploy")
+    offer_torch(machine)
+    return machine
+
+
+def test_b_deploy_sh_stops_for_its_reboot_then_finishes_as_the_runner_did(a, b):
+    b.path("/root/deploy.sh").write_text(render_bash(exported(a)))
+    with timed("B: deploy.sh to its reboot stop (DKMS build included)"):
+        first = deploy(b)
+    assert first.returncode == 10, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "reboot needed" in first.stdout
+    before = b.boot_id()
+    with timed("B: simulated reboot"):
+        assert reboot(b) != before
+    assert "nvidia" in b.state()["modules"], "the module built for this kernel loads at boot"
+    with timed("B: deploy.sh after the reboot"):
+        second = deploy(b)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert_same_end_state(a, b)
+
+
+def test_b_a_third_run_of_deploy_sh_changes_nothing(b):
+    watched = ("/etc", "/opt", "/lib/modules", "/usr/local", "/var/lib/dpkg/status")
+    before = digest_tree(b, *watched[:-1]), b.path(watched[-1]).read_bytes()
+    with timed("B: deploy.sh once more"):
+        again = deploy(b)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert again.stdout.count("skip (done before)") >= 5
+    assert (digest_tree(b, *watched[:-1]), b.path(watched[-1]).read_bytes()) == before
+
+
+# ---------------------------------------------------------------------- C: Ansible
+def ansible(machine: ChrootMachine, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    inventory = folder / "inventory.ini"
+    inventory.write_text(
+        "[gpu_servers]\n"
+        f"machine-c ansible_connection=gpuwizard_chroot ansible_host={machine.folder} "
+        "ansible_become=false ansible_python_interpreter=/usr/bin/python3\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ANSIBLE_CONNECTION_PLUGINS": str(Path(__file__).parent / "ansible" / "connection_plugins"),
+        "ANSIBLE_PIPELINING": "1",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_LOCAL_TEMP": str(folder / "tmp"),
+        "ANSIBLE_REMOTE_TMP": "/tmp/.ansible",
+        "ANSIBLE_HOST_KEY_CHECKING": "0",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+    }
+    playbook = str(Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "ansible-playbook")
+    command = [
+        playbook if Path(playbook).exists() else "ansible-playbook",
+        "-i",
+        str(inventory),
+        str(folder / "playbook.yml"),
+        *args,
+    ]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=2400, check=False
+    )
+
+
+def recap(run: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    found = re.search(r"machine-c\s*:\s*(.+)$", run.stdout, re.M)
+    assert found, run.stdout[-3000:] + run.stderr[-3000:]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", found.group(1))}
+
+
+def test_c_the_playbook_checks_applies_and_then_changes_nothing(a, machines, tmp_path):
+    c = machines("C-ansible")
+    offer_torch(c)
+    (tmp_path / "playbook.yml").write_text(render_ansible(exported(a)))
+    with timed("C: ansible-playbook --check"):
+        check = ansible(c, tmp_path, "--check")
+    assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-2000:]
+    assert recap(check)["failed"] == 0
+    assert not c.path("/opt/gpuwizard").exists(), "--check changed the machine"
+    with timed("C: ansible-playbook (DKMS build included)"):
+        real = ansible(c, tmp_path)
+    assert real.returncode == 0, real.stdout[-4000:] + real.stderr[-2000:]
+    assert recap(real)["changed"] > 0 and c.state()["reboots"] == 1
+    with timed("C: ansible-playbook once more"):
+        again = ansible(c, tmp_path)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert recap(again)["changed"] == 0, again.stdout[-4000:]
+    assert end_state(c)["modules"] == end_state(a)["modules"]

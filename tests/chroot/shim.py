@@ -1,0 +1,61 @@
+"""The runner's tools on a chroot machine: ``python -m tests.chroot.shim TOOL ARGS``.
+
+The runner's ``Tools.shim`` points every command here (the machine's folder in
+GPUWIZARD_CHROOT_MACHINE). A command runs inside the root, with the runner's environment and
+on the runner's terminal, except two: ``gpuwizard-fetch`` runs outside (gpuwizard is not
+installed in the root) and writes into it, and ``reboot`` runs the root's stand-in, which makes
+the new boot, and then ends the runner that asked for it, as a real reboot would.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from gpuwizard.detect.platform import parse_boot_id
+from gpuwizard.sim.reboot import kill_runner
+from tests.chroot.host import resolve
+from tests.chroot.machine import ChrootMachine
+
+MACHINE_ENV = "GPUWIZARD_CHROOT_MACHINE"
+PRIVATE = (MACHINE_ENV, "PYTHONPATH")
+"""The shim's own variables, which never reach the root."""
+
+
+def root_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in PRIVATE}
+
+
+def fetch(machine: ChrootMachine, args: list[str]) -> int:
+    from gpuwizard.runner.fetch import main as fetch_main
+
+    destination = resolve(machine.root, args[1])
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    return fetch_main([args[0], str(destination), *args[2:]])
+
+
+def reboot(machine: ChrootMachine, args: list[str]) -> int:
+    ending = parse_boot_id(machine.boot_id())
+    done = machine.run(["reboot", *args], env=root_env())
+    sys.stdout.write(done.stdout + done.stderr)
+    sys.stdout.flush()
+    if done.returncode == 0 and machine.boot_id() != ending:
+        kill_runner(machine.state_dir, ending)
+    return done.returncode
+
+
+def main(argv: list[str]) -> int:
+    machine = ChrootMachine(Path(os.environ[MACHINE_ENV]))
+    tool, args = argv[0], argv[1:]
+    if tool == "gpuwizard-fetch":
+        return fetch(machine, args)
+    if Path(tool).name == "reboot":
+        return reboot(machine, args)
+    command = machine.in_root(argv, root_env())
+    os.execvp(command[0], command)
+    return 127  # not reached: execvp replaces this process
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
