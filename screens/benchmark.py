@@ -1,4 +1,4 @@
-"""BenchmarkScreen: a live images/s chart per mode, the results table, and the verdict against
+"""BenchmarkView: a live images/s chart per mode, the results table, and the verdict against
 published numbers with the likely causes when a result is low.
 
 It drives a ``BenchSource`` (start, poll, stop, finish); the benchmark itself runs in the
@@ -16,14 +16,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.results import BenchSummary
 from gpuwizard.screens.capabilities import BenchSource
 from gpuwizard.screens.plain import part, plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Again, Benchmarked
 
 POLL_S = 0.1
 HISTORY = 120
@@ -165,7 +166,7 @@ def status_for(item: bp.BenchEvent | str) -> str | None:
     return None
 
 
-class BenchmarkScreen(Screen[str]):
+class BenchmarkView(StageView):
     BINDINGS = [
         Binding("b", "begin", "Begin"),
         Binding("x", "stop", "Stop"),
@@ -176,10 +177,10 @@ class BenchmarkScreen(Screen[str]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    BenchmarkScreen #status { height: 1; padding: 0 1; }
-    BenchmarkScreen #chart { height: auto; max-height: 7; border: round $primary-darken-2; padding: 0 1; }
-    BenchmarkScreen #table { height: auto; padding: 0 1; }
-    BenchmarkScreen #verdict-box { height: 1fr; padding: 0 1; }
+    BenchmarkView #status { height: 1; padding: 0 1; }
+    BenchmarkView #chart { height: auto; max-height: 7; border: round $primary-darken-2; padding: 0 1; }
+    BenchmarkView #table { height: auto; padding: 0 1; }
+    BenchmarkView #verdict-box { height: 1fr; padding: 0 1; }
     """
 
     def __init__(self, source: BenchSource, about: str) -> None:
@@ -196,13 +197,11 @@ class BenchmarkScreen(Screen[str]):
         """The highest images/s so far: the chart's shared scale."""
 
     def compose(self) -> ComposeResult:
-        yield Header()
         yield Static("", id="status")
         yield Vertical(id="chart")
         yield Static("", id="table")
         with VerticalScroll(id="verdict-box"):
             yield Static("", id="verdict")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.set_interval(POLL_S, self.follow)
@@ -308,11 +307,12 @@ class BenchmarkScreen(Screen[str]):
         self.source.cancel()
 
     def action_again(self) -> None:
-        self.dismiss("again")
+        self.answer(Again())
 
     def action_skip(self) -> None:
-        self.dismiss("skipped")
+        self.answer(Benchmarked(None))
 
     def action_proceed(self) -> None:
-        if self.state == "done":
-            self.dismiss("done")
+        if self.state == "done" and self.summary is not None:
+            verdict = self.summary.verdict.headline
+            self.answer(Benchmarked(f"{verdict}\n  {self.summary.results_md}"))

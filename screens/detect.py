@@ -1,4 +1,4 @@
-"""DetectScreen: the host at a glance, with the sizing findings coloured by severity.
+"""DetectView: the host at a glance, with the sizing findings coloured by severity.
 
 Every value here was read from the machine: each cell is plain text (``plain``), never markup."""
 
@@ -11,12 +11,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.sizing import Finding
 from gpuwizard.screens.plain import part, plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Continue
 
 SEVERITY_STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
 SEVERITY_MARK = {"ok": "✓", "info": "i", "warning": "!", "error": "✗"}
@@ -87,8 +88,8 @@ def findings_table(findings: tuple[Finding, ...]) -> Table:
     return table
 
 
-class DetectScreen(Screen[str]):
-    """Dismisses with "continue" or "quit"."""
+class DetectView(StageView):
+    """Answers Continue (only when there is a GPU to set up)."""
 
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
@@ -96,8 +97,8 @@ class DetectScreen(Screen[str]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    DetectScreen #detect-body { padding: 0 1; }
-    DetectScreen .section { margin-top: 1; text-style: bold; color: $accent; }
+    DetectView #detect-body { padding: 0 1; }
+    DetectView .section { margin-top: 1; text-style: bold; color: $accent; }
     """
 
     def __init__(self, facts: HostFacts, findings: tuple[Finding, ...], can_continue: bool) -> None:
@@ -107,7 +108,6 @@ class DetectScreen(Screen[str]):
         self.can_continue = can_continue
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with VerticalScroll(id="detect-body"):
             yield Static("This machine", classes="section")
             yield Static(host_table(self.facts))
@@ -121,8 +121,7 @@ class DetectScreen(Screen[str]):
                     ),
                     classes="section",
                 )
-        yield Footer()
 
     def action_proceed(self) -> None:
         if self.can_continue:
-            self.dismiss("continue")
+            self.answer(Continue())

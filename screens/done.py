@@ -1,4 +1,4 @@
-"""DoneScreen: what was installed, where logs and results are, what to run next."""
+"""DoneView: what was installed, where logs and results are, what to run next."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.screens.plain import part
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Continue
 
 
-class DoneScreen(Screen[None]):
-    BINDINGS = [Binding("q,enter", "app.quit_wizard", "Quit")]
-    DEFAULT_CSS = "DoneScreen #done-body { padding: 1 2; }"
+class DoneView(StageView):
+    BINDINGS = [Binding("q,enter", "finish", "Quit", priority=True)]
+    DEFAULT_CSS = "DoneView #done-body { padding: 1 2; }"
 
     def __init__(
         self,
@@ -51,7 +52,8 @@ class DoneScreen(Screen[None]):
             "  gpuwizard export     # deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init\n"
         )
         text.append(*part(f"\nLogs: {self.logs}\n", "dim"))
-        yield Header()
         with VerticalScroll(id="done-body"):
             yield Static(text)
-        yield Footer()
+
+    def action_finish(self) -> None:
+        self.answer(Continue())

@@ -1,8 +1,8 @@
-"""ExportScreen: pick formats, preview each with syntax highlighting, write them, see the paths.
+"""ExportView: pick formats, preview each with syntax highlighting, write them, see the paths.
 
 Every export is rendered from the one reviewed plan (gpuwizard.export); the screen gets a
 ``render`` function (format name -> files, or ExportError) and a ``write`` function (folder,
-files -> paths), so it never touches the disk itself. Dismisses with the written paths.
+files -> paths), so it never touches the disk itself. Answers Exported with the written paths.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, SelectionList, Static
+from textual.widgets import Input, SelectionList, Static
 
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
 from gpuwizard.safetext import clean
 from gpuwizard.screens.plain import part, plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Exported
 
 Render = Callable[[str], list[ExportFile]]
 Write = Callable[[Path, list[ExportFile]], list[Path]]
@@ -37,7 +38,7 @@ def preview(files: Sequence[ExportFile]) -> Group:
     return Group(*parts)
 
 
-class ExportScreen(Screen[list[str]]):
+class ExportView(StageView):
     BINDINGS = [
         Binding("w", "write", "Write files"),
         Binding("c", "proceed", "Continue"),
@@ -46,11 +47,11 @@ class ExportScreen(Screen[list[str]]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    ExportScreen #left { width: 34; }
-    ExportScreen #formats { height: auto; border: round $primary-darken-2; }
-    ExportScreen #folder-label { padding: 1 1 0 1; }
-    ExportScreen #preview-box { width: 1fr; border: round $primary-darken-2; }
-    ExportScreen #export-status { height: auto; max-height: 6; padding: 0 1; }
+    ExportView #left { width: 34; }
+    ExportView #formats { height: auto; border: round $primary-darken-2; }
+    ExportView #folder-label { padding: 1 1 0 1; }
+    ExportView #preview-box { width: 1fr; border: round $primary-darken-2; }
+    ExportView #export-status { height: auto; max-height: 6; padding: 0 1; }
     """
 
     def __init__(
@@ -72,7 +73,6 @@ class ExportScreen(Screen[list[str]]):
         self.written: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with Horizontal():
             with Vertical(id="left"):
                 yield SelectionList[str](
@@ -88,7 +88,6 @@ class ExportScreen(Screen[list[str]]):
         if self.note:
             keys = Text.assemble(("Note: ", "bold yellow"), part(self.note), "\n", keys)
         yield Static(keys, id="export-status")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.show(self.formats[0][0])
@@ -144,4 +143,4 @@ class ExportScreen(Screen[list[str]]):
         self.query_one("#formats", SelectionList).focus()  # so c continues, not types a "c"
 
     def action_proceed(self) -> None:
-        self.dismiss(self.written)
+        self.answer(Exported(tuple(self.written)))

@@ -1,15 +1,20 @@
-"""InstallScreen: each step's why and exact commands, confirm / skip / abort, then its live log.
+"""InstallView: each step's why and exact commands, confirm / skip / abort, then its live log.
 
-The runner does the work in its own process; this screen starts it for one step at a time (or
-for all remaining ones), follows its events through a worker, and shows them. Closing the
-screen, the terminal or the SSH link never stops a running step. Titles, commands, reasons and
-the log are the machine's text: shown cleaned and plain (``plain``), never as markup.
+The runner does the work in its own process; this view starts it for one step at a time (or
+for all remaining ones), folds its events into a ``RunView`` and renders that. The view is the
+whole story: replaying the run's history on a relaunch shows what watching it live showed. When
+the run ends in a way that leads elsewhere (a reboot asked, every step done), the view answers
+``RunEnded`` with the disk as the runner left it; the state machine decides where that leads.
+Closing the view, the terminal or the SSH link never stops a running step.
+Titles, commands, reasons and the log are the machine's text: shown cleaned and plain
+(``plain``), never as markup. The log pane follows each step's log file itself.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 
 from rich.console import Group
 from rich.text import Text
@@ -17,21 +22,26 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.message import Message
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from gpuwizard.hints import match
 from gpuwizard.plan import Plan, Run, StepPlan
 from gpuwizard.runner import events as ev
+from gpuwizard.runner.events import StopReason
+from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
-from gpuwizard.screens.messages import RunnerGone, RunProgress
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
 from gpuwizard.screens.plain import part, plain
+from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
+from gpuwizard.setup.flow import Aborted, Freed, RunEnded
 
 POLL_S = 0.05
+GONE_AFTER_S = 2.0
+"""How long a runner may be silent and not alive before the view says it stopped."""
 
 
 def step_details(step: StepPlan) -> Group:
@@ -46,9 +56,30 @@ def step_details(step: StepPlan) -> Group:
     return Group(*parts)
 
 
-class InstallScreen(Screen[str]):
-    """Dismisses with "reboot", "done" or "abort"."""
+class RunProgress(Message, bubble=False):
+    """Events the follower read: the run's history at first, then what is new."""
 
+    def __init__(self, envelopes: Sequence[ev.Envelope], first: bool) -> None:
+        super().__init__()
+        self.envelopes = envelopes
+        self.first = first
+
+
+class RunnerGone(Message, bubble=False):
+    """The runner process ended without saying how (after its last event was delivered)."""
+
+
+def _elapsed(started: str | None, now: datetime) -> str:
+    if started is None:
+        return ""
+    try:
+        seconds = max(0, int((now - datetime.fromisoformat(started)).total_seconds()))
+    except ValueError:
+        return ""
+    return f" · running {seconds // 60}:{seconds % 60:02d}"
+
+
+class InstallView(StageView):
     BINDINGS = [
         Binding("enter", "run_step", "Run step", priority=True),
         Binding("a", "run_all", "Run all"),
@@ -59,11 +90,11 @@ class InstallScreen(Screen[str]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    InstallScreen #progress { height: 1; padding: 0 1; background: $boost; }
-    InstallScreen #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
-    InstallScreen #details { height: auto; padding: 0 1; }
-    InstallScreen #hint { height: auto; padding: 0 1; color: $warning; }
-    InstallScreen #right { width: 1fr; }
+    InstallView #progress { height: 1; padding: 0 1; background: $boost; }
+    InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
+    InstallView #details { height: auto; padding: 0 1; }
+    InstallView #hint { height: auto; padding: 0 1; color: $warning; }
+    InstallView #right { width: 1fr; }
     """
 
     def __init__(
@@ -71,29 +102,54 @@ class InstallScreen(Screen[str]):
         plan: Plan,
         control: RunControl,
         attach: bool,
-        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        driven_by: str | None = None,
     ) -> None:
+        """``driven_by``: another front end drives this run (who, in words): this view only
+        watches, and answers Freed once that front end has gone."""
         super().__init__()
+        self.driven_by = driven_by
         self.plan = plan
         self.control = control
         self.attach = attach
-        self.clock = clock
-        self.current: str | None = None
-        self.mode = "waiting"
-        """waiting (for a go-ahead) | running | failed."""
-        self.started_at: float | None = None
+        self.now = now
+        self.view = RunView()
+        self.replayed = False
+        """The run's history is folded in: endings from now on happen while this view watches."""
+        self.launching = attach
+        """A runner was started (or found at work) and its RunStarted is not folded yet."""
         self.auto = False
-        self.tail: list[str] = []
-        self.failed_step: str | None = None
-        self.ended = False
+        self.skipped: set[str] = set()
+        self.current: str | None = None
         self.live_hint: str | None = None
-        """The known error shown while the step still runs, by id."""
+        self.prompted: ev.PromptShown | None = None
+        self.ended = False
         self.progress_text = ""
-        self.starting = False
-        """A runner is being started (a slow start is not a runner gone)."""
 
+    # ------------------------------------------------------------------------------ state
+    @property
+    def mode(self) -> str:
+        """waiting (for a go-ahead) | running | failed: what the keys can do now."""
+        if self.launching or self.view.running:
+            return "running"
+        ending = self.view.ending
+        if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED:
+            return "failed"
+        return "waiting"
+
+    def state_of(self, step: StepPlan) -> str:
+        if step.id in self.skipped:
+            return "skipped"
+        status = self.view.status(step.id)
+        if status == "pending" and step.satisfied:
+            return "skipped"
+        return status
+
+    def pending_steps(self) -> list[StepPlan]:
+        return [s for s in self.plan.steps if self.state_of(s) in ("pending", "failed")]
+
+    # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Header()
         yield Static("", id="progress")
         with Horizontal():
             yield StepList([(s.id, s.title) for s in self.plan.steps])
@@ -102,179 +158,200 @@ class InstallScreen(Screen[str]):
                     yield Static("", id="details")
                 yield Static("", id="hint")
                 yield LogPane(id="log")
-        yield Footer()
 
     def on_mount(self) -> None:
-        steps = self.query_one(StepList)
-        for step in self.plan.steps:
-            if step.satisfied:
-                steps.set_state(step.id, "skipped")
-        for step_id, state, _ in self.control.journal_steps():  # resumed: what already ran
-            if state != "pending":
-                steps.set_state(step_id, state)
+        self.render_view()
         self.follow()
         self.set_interval(1.0, self.show_progress)
-        if self.attach:
-            self.mode = "running"
-        self.show_next()
+        if self.driven_by is not None:
+            self.set_interval(1.0, self.check_driver)
+
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        """Watching another front end's run: no key that would decide something."""
+        deciding = {"run_step", "run_all", "skip", "retry", "abort"}
+        return not (self.driven_by is not None and action in deciding)
+
+    def check_driver(self) -> None:
+        if not self.control.driven_elsewhere():
+            self.ended = True
+            self.answer(Freed())
+
+    # ------------------------------------------------------------------------------ following
+    @work(exclusive=True, group="follow", thread=True, exit_on_error=False)
+    def follow(self) -> None:
+        """Poll the runner's events and post them to this view (a thread: file reads block)."""
+        worker = get_current_worker()
+        events = self.control.events()
+        quiet_since: float | None = None
+        first = True
+        while not worker.is_cancelled:
+            envelopes = events.poll()
+            if envelopes or first:
+                self.post_message(RunProgress(envelopes, first))
+                first = False
+                quiet_since = None
+            elif self.mode == "running" and not self.launching:
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since > GONE_AFTER_S and not self.control.running():
+                    self.post_message(RunnerGone())
+                    quiet_since = None
+            time.sleep(POLL_S)
+
+    @on(RunProgress)
+    def take(self, message: RunProgress) -> None:
+        if self.ended:
+            return
+        log = self.query_one(LogPane)
+        for envelope in message.envelopes:
+            was_running = self.view.running
+            self.view = fold(self.view, envelope)
+            self.show_event(envelope.event, log)
+            if self.replayed and was_running and self.view.ending is not None:
+                self.ended_live()
+        if message.first:
+            self.replayed = True
+            if self.attach and self.view.ending is not None and not self.view.running:
+                self.ended_live()  # the runner we came to watch finished before the first look
+        self.render_view()
+
+    def show_event(self, event: ev.RunEvent, log: LogPane) -> None:
+        match event:
+            case ev.RunStarted():
+                self.launching = False
+            case ev.StepStarted():
+                self.current, self.live_hint = event.step, None
+                log.follow(event.log)  # the output is in the step's log file, read by its tail
+                log.add([f"── {event.title}"])
+            case ev.ActionStarted() if not log.following:
+                log.add([f"$ {event.command}"])
+            case ev.LogLines() if not log.following:  # a run from before log files were followed
+                log.add(event.lines, event.dropped)
+            case _:
+                pass
+
+    def ended_live(self) -> None:
+        """The newest invocation ended while this view watched: a reboot asked or all done leads
+        elsewhere; a pause, a failure or a stop stay here."""
+        if self.driven_by is not None:
+            return  # the front end that drives it decides what comes next
+        ending = self.view.ending
+        self.launching = False
+        if isinstance(ending, Stopped) and ending.reason is StopReason.PAUSED and self.auto:
+            self.call_after_refresh(self.action_run_step)
+        if isinstance(ending, RebootAsked | Finished) or (
+            isinstance(ending, Stopped) and ending.reason is StopReason.CHANGED
+        ):
+            self.ended = True
+            self.answer(RunEnded(self.control.disk()))
 
     # ------------------------------------------------------------------------------ display
-    def pending_steps(self) -> list[StepPlan]:
-        states = self.query_one(StepList).states
-        return [s for s in self.plan.steps if states[s.id] in ("pending", "failed", "next")]
-
-    def show_next(self) -> None:
-        if self.mode != "waiting":
-            return
+    def render_view(self) -> None:
+        steps = self.query_one(StepList)
+        mode = self.mode
         remaining = self.pending_steps()
-        if not remaining:
-            self.query_one("#details", Static).update(
-                Text("Every step has run.", style="bold green")
-            )
-            return
-        step = remaining[0]
-        self.current = step.id
-        self.query_one(StepList).set_state(step.id, "next")
-        self.query_one("#details", Static).update(step_details(step))
+        if mode == "waiting":
+            self.current = remaining[0].id if remaining else None
+        elif self.view.current:
+            self.current = self.view.current
+        for step in self.plan.steps:
+            state = self.state_of(step)
+            if mode == "waiting" and step.id == self.current:
+                state = "next"
+            steps.set_state(step.id, state)
+        self.show_details(mode, remaining)
+        self.show_hint(mode)
+        self.show_prompt()
         self.show_progress()
 
+    def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
+        details = self.query_one("#details", Static)
+        if self.driven_by is not None:
+            details.update(
+                Text.assemble(
+                    ("Watching: ", "bold yellow"),
+                    part(
+                        f"another gpuwizard drives this setup, {self.driven_by}. Nothing is "
+                        "decided here; once it has gone, this one takes over."
+                    ),
+                )
+            )
+            return
+        if mode == "waiting" and not remaining:
+            details.update(
+                Text.assemble(
+                    ("Nothing is left to do. ", "bold green"),
+                    "Enter checks every step once more and finishes the run.",
+                )
+            )
+            return
+        step = next((s for s in self.plan.steps if s.id == self.current), None)
+        if step is not None:
+            details.update(step_details(step))
+
+    def show_hint(self, mode: str) -> None:
+        hint = self.query_one("#hint", Static)
+        ending = self.view.ending
+        if mode == "failed" and isinstance(ending, Stopped):
+            hint.update(self.failure_text(ending))
+            return
+        if mode != "running":
+            hint.update("")
+            return
+        known = match(self.view.tail)
+        if known is None:
+            return
+        if known.id != self.live_hint:  # a known error in the running step's output, at once
+            self.live_hint = known.id
+            hint.update(
+                Text.assemble(("⚠ in the log: ", "bold"), part(f"{known.explanation} {known.fix}"))
+            )
+
+    def failure_text(self, ending: Stopped) -> Text:
+        step = ending.step or self.current or ""
+        known = match([*self.view.tail, ending.why])
+        text = Text.assemble(("✗ ", "bold red"), part(ending.why, "bold"))
+        if known:
+            text.append(*part(f"\n{known.explanation} {known.fix}"))
+        log = self.view.steps[step].log if step in self.view.steps else None
+        text.append(
+            *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
+        )
+        return text
+
+    def show_prompt(self) -> None:
+        prompt = self.view.prompt
+        if prompt is not None and prompt.secret and prompt is not self.prompted and self.replayed:
+            self.prompted = prompt
+            self.app.push_screen(SecretScreen(prompt.text), self.answer_secret)
+
     def show_progress(self) -> None:
-        total = len([s for s in self.plan.steps if not s.satisfied])
-        states = self.query_one(StepList).states
+        todo = [s for s in self.plan.steps if not s.satisfied]
         finished = sum(
-            1
-            for s in self.plan.steps
-            if not s.satisfied and states[s.id] in ("done", "skipped", "awaiting_reboot")
+            1 for s in todo if self.state_of(s) in ("done", "skipped", "awaiting_reboot")
         )
         title = next((s.title for s in self.plan.steps if s.id == self.current), "")
+        mode = self.mode
         elapsed = ""
-        if self.mode == "running" and self.started_at is not None:
-            seconds = int(self.clock() - self.started_at)
-            elapsed = f" · running {seconds // 60}:{seconds % 60:02d}"
-        verb = {"waiting": "next", "running": "now", "failed": "failed"}[self.mode]
-        text = f"{finished}/{total} done · {verb}: {title}{elapsed}"
+        running = self.view.steps.get(self.current or "")
+        if mode == "running" and running is not None:
+            elapsed = _elapsed(running.started, self.now())
+        verb = {"waiting": "next", "running": "now", "failed": "failed"}[mode]
+        text = f"{finished}/{len(todo)} done · {verb}: {title}{elapsed}"
         if (
             text != self.progress_text
         ):  # a line of fixed size: repaint it, no layout (a full redraw)
             self.progress_text = text
             self.query_one("#progress", Static).update(plain(text), layout=False)
 
-    # ------------------------------------------------------------------------------ following
-    @work(exclusive=True, group="follow", thread=True, exit_on_error=False)
-    def follow(self) -> None:
-        """Poll the runner's events and post them to this screen (a thread: file reads block)."""
-        worker = get_current_worker()
-        quiet_since: float | None = None
-        while not worker.is_cancelled:
-            events = self.control.poll()
-            for event in events:
-                self.post_message(RunProgress(event))
-            if events:
-                quiet_since = None
-            elif self.mode == "running" and not self.starting:
-                quiet_since = quiet_since or time.monotonic()
-                if time.monotonic() - quiet_since > 2 and not self.control.running():
-                    self.post_message(RunnerGone())
-                    quiet_since = None
-            time.sleep(POLL_S)
-
-    def finish(self, outcome: str) -> None:
-        if not self.ended:
-            self.ended = True
-            self.dismiss(outcome)
-
-    @on(RunProgress)
-    def show_event(self, message: RunProgress) -> None:  # noqa: C901 - one branch per event kind
-        event = message.event
-        if self.ended:
-            return
-        steps = self.query_one(StepList)
-        log = self.query_one(LogPane)
-        match event:
-            case ev.StepStarted():
-                self.current, self.mode, self.started_at, self.tail = (
-                    event.step,
-                    "running",
-                    self.clock(),
-                    [],
-                )
-                steps.set_state(event.step, "running")
-                self.query_one("#hint", Static).update("")
-                self.live_hint = None
-                log.follow(event.log)  # the output is in the step's log file, read by its tail
-                log.add([f"── {event.title}"])
-            case ev.ActionStarted() if not log.following:
-                log.add([f"$ {event.command}"])
-            case ev.LogLines():
-                self.tail = (self.tail + list(event.lines))[-20:]
-                if not log.following:  # a run's events from before log files were followed
-                    log.add(event.lines, event.dropped)
-                self.show_live_hint()
-            case ev.StepSkipped():
-                steps.set_state(event.step, "skipped")
-            case ev.StepAwaitingReboot():
-                steps.set_state(event.step, "awaiting_reboot")
-            case ev.StepFinished():
-                steps.set_state(event.step, "done" if event.ok else "failed")
-                if not event.ok:
-                    self.failed(event.step, event.reason, event.log)
-                elif self.live_hint is not None:  # it passed after all: the warning is moot
-                    self.live_hint = None
-                    self.query_one("#hint", Static).update("")
-            case ev.PromptShown() if event.secret:
-                self.app.push_screen(SecretScreen(event.text), self.answer_secret)
-            case ev.RebootRequested():
-                self.finish("reboot")
-            case ev.RunStopped():
-                self.stopped(event)
-            case ev.RunFinished():
-                self.finish("done")
-            case _:
-                pass
-        self.show_progress()
-
-    def show_live_hint(self) -> None:
-        """A known error in the running step's output shows at once, before the step ends."""
-        if self.mode != "running":
-            return
-        hint = match(self.tail)
-        if hint is None or hint.id == self.live_hint:
-            return
-        self.live_hint = hint.id
-        self.query_one("#hint", Static).update(
-            Text.assemble(("⚠ in the log: ", "bold"), part(f"{hint.explanation} {hint.fix}"))
-        )
-
-    def stopped(self, event: ev.RunStopped) -> None:
-        if event.reason == "paused":
-            self.mode = "waiting"
-            self.show_next()
-            if self.auto:
-                self.action_run_step()
-        elif event.reason == "reboot":
-            self.finish("reboot")
-        elif self.mode != "failed":
-            self.failed(event.step or self.current or "", event.why, None)
-
-    def failed(self, step_id: str, reason: str, log: str | None) -> None:
-        self.mode, self.auto, self.failed_step = "failed", False, step_id
-        hint = match([*self.tail, reason])
-        text = Text.assemble(("✗ ", "bold red"), part(reason, "bold"))
-        if hint:
-            text.append(*part(f"\n{hint.explanation} {hint.fix}"))
-        text.append(
-            *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
-        )
-        self.query_one("#hint", Static).update(text)
-
     @on(RunnerGone)
     def runner_gone(self) -> None:
         if self.mode == "running":
-            self.failed(
-                self.current or "",
-                "the runner stopped without a final word (killed?); r retries the step",
-                None,
+            self.launching = False
+            why = "the runner stopped without a final word (killed?); r retries the step"
+            self.view = fold(
+                self.view, ev.Envelope(0, "", ev.RunStopped(StopReason.CRASHED, why, self.current))
             )
+            self.render_view()
 
     def answer_secret(self, value: str | None) -> None:
         if value is not None:
@@ -284,29 +361,28 @@ class InstallScreen(Screen[str]):
     def launch(self, one_step: bool) -> None:
         if self.mode == "running":
             return
-        self.mode, self.started_at = "running", self.clock()
+        self.launching = True
         self.query_one("#hint", Static).update("")
-        self.starting = True
+        self.render_view()
         self.start_runner(one_step)
 
     @work(exclusive=True, group="start", thread=True, exit_on_error=False)
     def start_runner(self, one_step: bool) -> None:
         """Start the runner off the UI thread: it takes a Python start-up, and keys still answer."""
-        try:
-            started = self.control.start(one_step=one_step)
-        finally:
-            self.starting = False
-        if not started:
-            self.app.call_from_thread(
-                self.failed,
-                self.current or "",
-                "the runner did not start; see runner.log in the state directory",
-                None,
-            )
+        if not self.control.start(one_step=one_step):
+            self.app.call_from_thread(self.runner_did_not_start)
+
+    def runner_did_not_start(self) -> None:
+        self.launching = False
+        why = "the runner did not start; see runner.log in the state directory"
+        stop = ev.RunStopped(StopReason.NO_RUNNER, why, self.current)
+        self.view = fold(self.view, ev.Envelope(0, "", stop))
+        self.render_view()
 
     def action_run_step(self) -> None:
-        if self.mode in ("waiting",):
-            self.launch(one_step=not self.auto)
+        """The next step; with none left, the runner checks them all again and ends the run."""
+        if self.mode == "waiting":
+            self.launch(one_step=not self.auto and bool(self.pending_steps()))
 
     def action_run_all(self) -> None:
         if self.mode == "waiting":
@@ -315,26 +391,27 @@ class InstallScreen(Screen[str]):
 
     def action_retry(self) -> None:
         if self.mode == "failed":
-            self.mode = "waiting"
             self.launch(one_step=not self.auto)
 
     def action_skip(self) -> None:
-        step = self.failed_step if self.mode == "failed" else self.current
-        if self.mode == "running" or step is None:
+        if self.mode == "running" or self.current is None:
             return
-        self.control.skip(step)
-        self.query_one(StepList).set_state(step, "skipped")
-        self.mode = "waiting"
-        self.query_one("#hint", Static).update("")
-        self.show_next()
+        self.control.skip(self.current)
+        self.skipped.add(self.current)
+        if self.mode == "failed":  # the failure is answered: back to waiting for a go-ahead
+            self.view = fold(
+                self.view, ev.Envelope(0, "", ev.RunStopped(StopReason.PAUSED, "skipped", None))
+            )
+        self.render_view()
 
     def action_abort(self) -> None:
         if self.mode != "running":
-            self.finish("abort")
+            self.ended = True
+            self.answer(Aborted())
 
     def action_quit_screen(self) -> None:
         self.app.push_screen(QuitScreen(running=self.mode == "running"), self.quit_answered)
 
     def quit_answered(self, leave: bool | None) -> None:
         if leave:
-            self.app.exit(0)
+            self.app.exit("")

@@ -1,4 +1,4 @@
-"""RebootScreen: why a reboot is needed, what happens, and how to come back."""
+"""RebootView: why a reboot is needed, what happens, and how to come back."""
 
 from __future__ import annotations
 
@@ -6,21 +6,22 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.screens.plain import part
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import RebootLater, RebootNow
 
 
-class RebootScreen(Screen[bool]):
-    """Dismisses with True to reboot now, False to reboot later."""
+class RebootView(StageView):
+    """Answers RebootNow or RebootLater."""
 
     BINDINGS = [
         Binding("r", "reboot", "Reboot now"),
         Binding("l,escape", "later", "Later"),
         Binding("question_mark,f1", "app.help", "Help"),
     ]
-    DEFAULT_CSS = "RebootScreen #reboot-body { padding: 1 2; }"
+    DEFAULT_CSS = "RebootView #reboot-body { padding: 1 2; }"
 
     def __init__(self, reason: str, come_back: str, simulated: bool) -> None:
         super().__init__()
@@ -41,13 +42,11 @@ class RebootScreen(Screen[bool]):
             ("How to come back: ", "bold"), part(f"wait a minute or two, then\n    {self.come_back}\n"),
             "gpuwizard checks the machine again and continues where it stopped.",
         )  # fmt: skip
-        yield Header()
         with VerticalScroll(id="reboot-body"):
             yield Static(body)
-        yield Footer()
 
     def action_reboot(self) -> None:
-        self.dismiss(True)
+        self.answer(RebootNow())
 
     def action_later(self) -> None:
-        self.dismiss(False)
+        self.answer(RebootLater())

@@ -1,11 +1,11 @@
-"""RecommendScreen: the recommendation with its reasons; change a choice and see at once whether
+"""RecommendView: the recommendation with its reasons; change a choice and see at once whether
 it still fits and why not; the rejected alternatives on demand. Reasons quote the machine's
 facts, so every value is plain text (``plain``), never markup."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -14,12 +14,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, Select, SelectionList, Static
+from textual.widgets import Label, Select, SelectionList, Static
 
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.screens.plain import plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Back, Decided
+from gpuwizard.setup.request import SetupRequest
 
 Result = Recommendation | Refusal
 Recompute = Callable[[Choices, Options], Result]
@@ -32,15 +34,6 @@ EXTRAS = (
     ("nccl", "NCCL multi-node settings"),
     ("hold_driver", "Hold driver packages"),
 )
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the screen returns: the pins and options the user settled on, and the result."""
-
-    choices: Choices
-    options: Options
-    result: Recommendation
 
 
 def bullet(text: str, mark: str = "·", style: str = "") -> Table:
@@ -102,8 +95,8 @@ def rejected_text(result: Result, shown: bool) -> Group:
     )
 
 
-class RecommendScreen(Screen[Decision | None]):
-    """Dismisses with a Decision, or None to go back."""
+class RecommendView(StageView):
+    """Answers Decided with the request the person settled on, or Back."""
 
     BINDINGS = [
         Binding("c", "proceed", "Continue"),
@@ -113,11 +106,11 @@ class RecommendScreen(Screen[Decision | None]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    RecommendScreen #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
-    RecommendScreen #choices Label { margin-top: 1; text-style: bold; }
-    RecommendScreen #choices Select { width: 100%; }
-    RecommendScreen #choices SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
-    RecommendScreen #result { padding: 0 1; }
+    RecommendView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
+    RecommendView #choices Label { margin-top: 1; text-style: bold; }
+    RecommendView #choices Select { width: 100%; }
+    RecommendView #choices SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    RecommendView #result { padding: 0 1; }
     """
 
     def __init__(
@@ -127,8 +120,11 @@ class RecommendScreen(Screen[Decision | None]):
         options: Options,
         recompute: Recompute,
         torch_versions: list[str],
+        note: str | None = None,
     ) -> None:
+        """``note``: why the person is asked again (the machine changed under the last run)."""
         super().__init__()
+        self.note = note
         self.result = result
         self.choices = choices
         self.options = options
@@ -137,7 +133,6 @@ class RecommendScreen(Screen[Decision | None]):
         self.show_rejected = False
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with Horizontal():
             with VerticalScroll(id="choices"):
                 yield Label("PyTorch")
@@ -155,9 +150,10 @@ class RecommendScreen(Screen[Decision | None]):
                 selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
                 yield SelectionList[str](*selected, id="extras")
             with VerticalScroll(id="result"):
+                if self.note:
+                    yield Static(Text(self.note, style="bold yellow"), id="note")
                 yield Static(result_text(self.result), id="result-text")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
-        yield Footer()
 
     def refresh_result(self) -> None:
         self.result = self.recompute(self.choices, self.options)
@@ -201,9 +197,9 @@ class RecommendScreen(Screen[Decision | None]):
 
     def action_proceed(self) -> None:
         if isinstance(self.result, Recommendation):
-            self.dismiss(Decision(self.choices, self.options, self.result))
+            self.answer(Decided(SetupRequest(self.choices, self.options)))
         else:
             self.notify("This combination does not fit; change a choice first.", severity="warning")
 
     def action_back(self) -> None:
-        self.dismiss(None)
+        self.answer(Back())

@@ -1,68 +1,129 @@
-"""ResumeScreen: after the reboot, what was checked again and where the setup continues."""
+"""ResumeView: after the reboot, the check of what waited for it, then where the setup goes on.
+
+The check runs in the runner (``--check-only``); this view starts it, folds the run's events
+into a ``RunView`` and shows what the newest invocation verified. Nothing else runs before the
+person continues.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
+from gpuwizard.plan import Plan
+from gpuwizard.runner.events import StopReason
+from gpuwizard.runner.view import RunView, Stopped, fold
+from gpuwizard.screens.capabilities import RunControl
 from gpuwizard.screens.plain import plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Continue
 
 MARK = {"done": ("✓", "green"), "failed": ("✗", "red"), "pending": ("↻", "yellow")}
+POLL_S = 0.1
+Checked = Sequence[tuple[str, str, str]]
 
 
-class ResumeScreen(Screen[bool]):
+def resume_text(
+    checked: Checked, next_title: str | None, rebooted: bool, problem: str | None
+) -> list[RenderableType]:
+    """The view's lines: ``checked`` is (title, state, reason) of what waited for the reboot."""
+    table = Table.grid(padding=(0, 1))
+    for title, state, reason in checked:
+        mark, style = MARK.get(state, ("·", ""))
+        table.add_row(Text(mark, style=style), plain(title, "bold"), plain(reason))
+    after = f"Next: {next_title}" if next_title else "Nothing is left to do."
+    if problem and not checked:
+        heading = "The check after the reboot stopped:"
+    elif not rebooted:
+        heading = "The machine has not rebooted yet (its boot id is unchanged): the reboot is offered again."
+    elif checked:
+        heading = "Welcome back. The machine rebooted; this was checked again:"
+    else:
+        heading = "Welcome back. The machine rebooted."
+    parts: list[RenderableType] = [Text(heading + "\n", style="bold")]
+    if checked:
+        parts.append(table)
+    if problem:
+        parts.append(plain(f"\n{problem}", "bold red"))
+    parts.append(plain(f"\n{after}"))
+    return parts
+
+
+class ResumeView(StageView):
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
         Binding("q", "app.quit_wizard", "Quit"),
+        Binding("question_mark,f1", "app.help", "Help"),
     ]
-    DEFAULT_CSS = "ResumeScreen #resume-body { padding: 1 2; }"
+    DEFAULT_CSS = "ResumeView #resume-body { padding: 1 2; }"
 
-    def __init__(
-        self,
-        checked: Sequence[tuple[str, str, str]],
-        next_title: str | None,
-        *,
-        rebooted: bool = True,
-        problem: str | None = None,
-    ) -> None:
-        """``checked``: (title, state, reason) of the steps that waited for the reboot;
-        ``rebooted``: whether the boot changed; ``problem``: why the check stopped, if it did."""
+    def __init__(self, plan: Plan, control: RunControl) -> None:
         super().__init__()
-        self.checked = checked
-        self.next_title = next_title
-        self.rebooted = rebooted
-        self.problem = problem
+        self.plan = plan
+        self.control = control
+        self.checked: list[tuple[str, str, str]] = []
+        self.done = False
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 1))
-        for title, state, reason in self.checked:
-            mark, style = MARK.get(state, ("·", ""))
-            table.add_row(Text(mark, style=style), plain(title, "bold"), plain(reason))
-        after = f"Next: {self.next_title}" if self.next_title else "Nothing is left to do."
-        if self.problem and not self.checked:
-            heading = "The check after the reboot stopped:"
-        elif not self.rebooted:
-            heading = "The machine has not rebooted yet (its boot id is unchanged): the reboot is offered again."
-        elif self.checked:
-            heading = "Welcome back. The machine rebooted; this was checked again:"
-        else:
-            heading = "Welcome back. The machine rebooted."
-        yield Header()
         with VerticalScroll(id="resume-body"):
-            yield Static(Text(heading + "\n", style="bold"))
-            if self.checked:
-                yield Static(table)
-            if self.problem:
-                yield Static(plain(f"\n{self.problem}", "bold red"))
-            yield Static(plain(f"\n{after}"))
-        yield Footer()
+            yield Static(
+                Text("Checking what waited for the reboot…", style="bold"), id="resume-status"
+            )
+            yield Static("", id="resume-checked")
+
+    def on_mount(self) -> None:
+        self.check()
+
+    @work(thread=True, exclusive=True, group="resume", exit_on_error=False)
+    def check(self) -> None:
+        """Run the runner's check-only pass and fold what it reports (in a worker thread)."""
+        view = RunView()
+        events = self.control.events()
+        if not self.control.start(one_step=False, check_only=True):
+            why = "the runner did not start; its output is in runner.log in the state directory"
+            view = RunView(ending=Stopped(StopReason.NO_RUNNER, why, None))
+        else:
+            while True:
+                for envelope in events.poll():
+                    view = fold(view, envelope)
+                if view.invocation and view.ending is not None and not self.control.running():
+                    break
+                time.sleep(POLL_S)
+        self.app.call_from_thread(self.show_checked, view)
+
+    def show_checked(self, view: RunView) -> None:
+        titles = {s.id: s.title for s in self.plan.steps}
+        self.checked = [
+            (titles.get(e.step, e.step), view.status(e.step), e.reason) for e in view.checked
+        ]
+        ending = view.ending
+        problem = (
+            ending.why
+            if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED
+            else None
+        )
+        upcoming = next(
+            (
+                s.title
+                for s in self.plan.steps
+                if not s.satisfied and view.status(s.id) in ("pending", "failed")
+            ),
+            None,
+        )
+        self.query_one("#resume-status", Static).display = False
+        lines = resume_text(self.checked, upcoming, view.rebooted, problem)
+        self.query_one("#resume-checked", Static).update(Group(*lines))
+        self.done = True
 
     def action_proceed(self) -> None:
-        self.dismiss(True)
+        if self.done:
+            self.answer(Continue())

@@ -1,4 +1,4 @@
-"""ReviewScreen: every step with what it will change, the download and the time; one confirm.
+"""ReviewView: every step with what it will change, the download and the time; one confirm.
 
 Titles, paths and the summary quote the machine's facts: each is plain text, never markup."""
 
@@ -9,12 +9,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.plan import Plan
 from gpuwizard.plan_view import describe
 from gpuwizard.screens.plain import plain
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Approved, Back
 
 
 def plan_table(plan: Plan) -> Table:
@@ -53,8 +54,8 @@ def totals(plan: Plan) -> Text:
     )
 
 
-class ReviewScreen(Screen[bool]):
-    """Dismisses with True to start, False to go back."""
+class ReviewView(StageView):
+    """Answers Approved to start, Back to change the choices."""
 
     BINDINGS = [
         Binding("s", "start", "Start"),
@@ -63,8 +64,8 @@ class ReviewScreen(Screen[bool]):
         Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
-    ReviewScreen #review-body { padding: 0 1; }
-    ReviewScreen #review-summary { margin-bottom: 1; }
+    ReviewView #review-body { padding: 0 1; }
+    ReviewView #review-summary { margin-bottom: 1; }
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -72,7 +73,6 @@ class ReviewScreen(Screen[bool]):
         self.plan = plan
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with VerticalScroll(id="review-body"):
             yield Static(plain("\n".join(self.plan.summary)), id="review-summary")
             yield Static(totals(self.plan))
@@ -83,10 +83,9 @@ class ReviewScreen(Screen[bool]):
                     style="dim",
                 )
             )
-        yield Footer()
 
     def action_start(self) -> None:
-        self.dismiss(True)
+        self.answer(Approved())
 
     def action_back(self) -> None:
-        self.dismiss(False)
+        self.answer(Back())

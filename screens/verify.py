@@ -1,4 +1,4 @@
-"""VerifyScreen: what the new environment's PyTorch saw on every GPU."""
+"""VerifyView: what the new environment's PyTorch saw on every GPU."""
 
 from __future__ import annotations
 
@@ -6,29 +6,28 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from gpuwizard.facts import VerifyReport
 from gpuwizard.screens.plain import part
+from gpuwizard.screens.shell import StageView
+from gpuwizard.setup.flow import Continue
 
 
-class VerifyScreen(Screen[bool]):
+class VerifyView(StageView):
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
         Binding("q", "app.quit_wizard", "Quit"),
     ]
-    DEFAULT_CSS = "VerifyScreen #verify-body { padding: 1 2; }"
+    DEFAULT_CSS = "VerifyView #verify-body { padding: 1 2; }"
 
     def __init__(self, report: VerifyReport | None) -> None:
         super().__init__()
         self.report = report
 
     def compose(self) -> ComposeResult:
-        yield Header()
         with VerticalScroll(id="verify-body"):
             yield Static(self.summary())
-        yield Footer()
 
     def summary(self) -> Text:
         report = self.report
@@ -47,4 +46,4 @@ class VerifyScreen(Screen[bool]):
         return text
 
     def action_proceed(self) -> None:
-        self.dismiss(True)
+        self.answer(Continue())

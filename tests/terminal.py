@@ -20,18 +20,31 @@ def require_tmux() -> None:
 
 
 class Terminal:
-    """One tmux session of 80x24 (by default) running ``command``."""
+    """One tmux session of 80x24 (by default) running ``command``.
+
+    Each start gets a tmux server of its own (``-L``): killing a server's last session makes it
+    exit asynchronously, and a client that reaches the exiting server's socket fails ("server
+    exited unexpectedly"). A shared default server also mixes sessions of concurrent test runs.
+    """
 
     def __init__(self, name: str, home: Path, width: int = 80, height: int = 24) -> None:
         self.name = name
         self.home = home
         self.size = (str(width), str(height))
+        self.starts = 0
+
+    @property
+    def socket(self) -> str:
+        return f"{self.name}-{self.starts}"
+
+    def tmux(self, *args: str) -> list[str]:
+        return ["tmux", "-L", self.socket, *args]
 
     def start(self, command: str) -> None:
+        self.starts += 1
         subprocess.run(
             [
-                "tmux",
-                "new-session",
+                *self.tmux("new-session"),
                 "-d",
                 "-s",
                 self.name,
@@ -47,14 +60,14 @@ class Terminal:
     def alive(self) -> bool:
         return (
             subprocess.run(
-                ["tmux", "has-session", "-t", self.name], capture_output=True, check=False
+                self.tmux("has-session", "-t", self.name), capture_output=True, check=False
             ).returncode
             == 0
         )
 
     def screen(self) -> str:
         out = subprocess.run(
-            ["tmux", "capture-pane", "-t", self.name, "-p"],
+            self.tmux("capture-pane", "-t", self.name, "-p"),
             capture_output=True,
             text=True,
             check=False,
@@ -71,7 +84,7 @@ class Terminal:
         raise AssertionError(f"never saw {text!r}; the screen was:\n{self.screen()}")
 
     def press(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run(self.tmux("send-keys", "-t", self.name, *keys), check=True)
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
+        subprocess.run(self.tmux("kill-server"), capture_output=True, check=False)

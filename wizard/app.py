@@ -1,19 +1,20 @@
-"""GpuWizardApp: the Textual shell. Shows a first frame at once, then hands over to the stages.
+"""GpuWizardApp: the Textual front end of the state machine in gpuwizard.setup.flow.
 
-gpuwizard.stages holds the wizard's state and shows each stage's screen; screens show and ask,
-gpuwizard.flow says where each answer leads, the engine and planner decide, and the runner
-(through gpuwizard.runs) does the work in its own process. The stages (engine, planner, every
-screen) load in a worker thread, so the first frame does not wait for them.
+One task (``conduct``) applies every transition: it carries out the flow's effects through the
+driver (off the UI thread), shows the new stage's view in the one screen (awaited), and waits
+for that view's answer. Views answer; nothing else changes the stage. The first frame shows at
+once: the backend, the engine, the planner and every view load in that task, after it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
@@ -22,11 +23,16 @@ from gpuwizard.doctor.findings import Report
 from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.modals import QuitScreen
-from gpuwizard.screens.waiting import Waiting
+from gpuwizard.screens.shell import Answered, StageShell, StageView
+from gpuwizard.screens.waiting import LookingView
+from gpuwizard.setup.flow import Answer, Detect, Effect, Exit, Looking, Stage, next_stage
+from gpuwizard.setup.request import SetupRequest
 
 if TYPE_CHECKING:
     from gpuwizard.runner.control import Backend
-    from gpuwizard.stages import Wizard
+    from gpuwizard.setup.driver import SetupDriver
+
+EXIT_FAILED, EXIT_REBOOT = 1, 10
 
 
 class GpuWizardApp(App[str]):
@@ -38,7 +44,11 @@ class GpuWizardApp(App[str]):
     ]
 
     def __init__(
-        self, backend: Backend | Callable[[], Backend], *, ssh_hint: str = "ssh <this server>"
+        self,
+        backend: Backend | Callable[[], Backend],
+        *,
+        ssh_hint: str = "ssh <this server>",
+        request: SetupRequest | None = None,
     ) -> None:
         """``backend``, or how to make it: then it is made after the first frame, off the UI thread."""
         super().__init__()
@@ -46,8 +56,12 @@ class GpuWizardApp(App[str]):
         self._make_backend: Callable[[], Backend] | None = backend if callable(backend) else None
         self._backend_lock = threading.Lock()
         self.ssh_hint = ssh_hint
-        self.wizard: Wizard | None = None
-        self.failed = False
+        self.request = request or SetupRequest()
+        self.shell = StageShell()
+        self.answers: asyncio.Queue[Answer] = asyncio.Queue()
+        self.stage: Stage = Looking(self.request)
+        self.exit_code = 0
+        self.driver: SetupDriver | None = None
 
     @property
     def backend(self) -> Backend:
@@ -57,11 +71,17 @@ class GpuWizardApp(App[str]):
                 self._backend = self._make_backend()
             return self._backend
 
+    @property
+    def failed(self) -> bool:
+        return self.exit_code not in (0, EXIT_REBOOT)
+
     def on_mount(self) -> None:
-        self.push_screen(Waiting())
+        self.push_screen(self.shell)
         if self._backend is not None:
             self.show_machine()
-        self.call_after_refresh(self.look)  # the first frame first; the look competes for the CPU
+        self.call_after_refresh(
+            self.conduct
+        )  # the first frame first; the rest competes for the CPU
 
     def show_machine(self) -> None:
         name = self.backend.name
@@ -69,32 +89,73 @@ class GpuWizardApp(App[str]):
             f"SIMULATION: {name.removeprefix('simulated ')}" if self.backend.simulated else name
         )
 
-    # ----------------------------------------------------------------------------- start-up
-    @work(thread=True, exclusive=True, group="detect", exit_on_error=False)
-    def look(self) -> None:
-        """Look at the machine, then start the wizard where the machine stands.
+    # ------------------------------------------------------------------------- the one task
+    @work(exclusive=True, group="conduct", exit_on_error=False)
+    async def conduct(self) -> None:
+        await self.shell.show(LookingView())
+        driver = self.driver = await asyncio.to_thread(self.make_driver)
+        self.show_machine()
+        shown: Stage | None = None
+        stage: Stage = self.stage
+        effects: tuple[Effect, ...] = (Detect(),)
+        while True:
+            self.stage = stage
+            if effects and shown is not None and type(stage) is not type(shown):
+                shown = await self.show(stage, driver)  # e.g. "Looking…" while it detects
+            answer: Answer | None = None
+            for effect in effects:
+                if isinstance(effect, Exit):
+                    self.finish(effect)
+                    return
+                answer = await asyncio.to_thread(driver.carry_out, effect)
+            if answer is None:
+                if stage != shown:
+                    shown = await self.show(stage, driver)
+                answer = await self.answers.get()
+            stage, effects = next_stage(stage, answer)
 
-        The stages (engine, planner, every screen) load here, off the UI thread, so the first
-        frame shows at once.
-        """
-        if self.wizard is None:
-            from gpuwizard.stages import Wizard
+    def make_driver(self) -> SetupDriver:
+        """The backend, the driver, and with them the engine, the planner and every view."""
+        from gpuwizard import stageviews  # noqa: F401 - loaded here, not on the first frame
+        from gpuwizard.setup.driver import SetupDriver
 
-            backend = self.backend  # made here, off the UI thread, when only its recipe was given
-            self.call_from_thread(self.show_machine)
-            self.wizard = Wizard(self, backend, self.ssh_hint)
-            # Start-up's objects (modules, screens) never become garbage: out of the collector's
-            # sight, a full collection during a log flood takes ~20 ms instead of ~60 (a key waits).
-            gc.freeze()
-        self.wizard.look()
+        driver = SetupDriver(self.backend)
+        _ = driver.table
+        # Start-up's objects (modules, views) never become garbage: out of the collector's sight,
+        # a full collection during a log flood takes ~20 ms instead of ~60 (a key waits).
+        gc.freeze()
+        return driver
+
+    async def show(self, stage: Stage, driver: SetupDriver) -> Stage:
+        from gpuwizard.stageviews import view_for
+
+        while not self.answers.empty():  # answers to the view that is going away
+            self.answers.get_nowait()
+        await self.shell.show(view_for(stage, driver, self.ssh_hint))
+        return stage
+
+    async def on_unmount(self) -> None:
+        if self.driver is not None:
+            self.driver.close()  # another front end may drive now
+
+    @on(Answered)
+    def take_answer(self, message: Answered) -> None:
+        """Only the view on show answers; a late answer from one going away is dropped."""
+        if message.view is self.shell.view:
+            self.answers.put_nowait(message.answer)
+
+    def finish(self, effect: Exit) -> None:
+        self.exit_code = effect.code
+        self.exit(effect.message, return_code=effect.code)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failure while looking at the machine ends the wizard with one clear line."""
-        if event.state is WorkerState.ERROR and event.worker.group in ("detect", "resume"):
-            self.failed = True
-            what = "look at this machine" if event.worker.group == "detect" else "check the reboot"
-            self.exit(f"gpuwizard: could not {what}: {event.worker.error}")
+        if event.state is WorkerState.ERROR and event.worker.group == "conduct":
+            self.exit_code = EXIT_FAILED
+            what = "look at this machine" if isinstance(self.stage, Looking) else "go on"
+            self.exit(f"gpuwizard: could not {what}: {event.worker.error}", return_code=1)
 
+    # ------------------------------------------------------------------------- app-wide keys
     def action_help(self) -> None:
         self.push_screen(HelpScreen(str(self.backend.state_dir), self.backend.simulated))
 
@@ -111,16 +172,21 @@ class GpuWizardApp(App[str]):
 
     def action_quit_wizard(self) -> None:
         """Leave at once when nothing runs; explain first when a step is running."""
-        if self.wizard is None or not self.wizard.handle.running():
+        if not self.step_running():
             self.exit("")
             return
         self.push_screen(QuitScreen(running=True), lambda leave: self.exit("") if leave else None)
 
+    def step_running(self) -> bool:
+        view: StageView | None = self.shell.view
+        return getattr(view, "mode", None) == "running"
 
-def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, bool]:
-    """Run the wizard; returns what to print after the screen is gone, and whether it failed."""
+
+def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, int]:
+    """Run the wizard; returns what to print after the screen is gone, and the exit code."""
     app = GpuWizardApp(backend, ssh_hint=ssh_hint())
-    return app.run() or "", app.failed
+    message = app.run() or ""
+    return message, app.exit_code
 
 
 def ssh_hint() -> str:

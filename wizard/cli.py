@@ -32,6 +32,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNSUPPORTED = 3
+EXIT_REBOOT = 10
 
 SIMULATION_OFFER = (
     "No NVIDIA GPU here: to try gpuwizard anyway, add --simulate PROFILE "
@@ -254,6 +255,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from gpuwizard.headless import ApplyError, ApplyRequest, apply
     from gpuwizard.planner import Options
     from gpuwizard.recommend.result import Choices
+    from gpuwizard.setup.request import SetupRequest
 
     options = Options(
         env_kind=args.env, env_name=args.env_name, needs_nvcc=args.needs_nvcc, cudnn=args.cudnn, docker=args.docker,
@@ -275,7 +277,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     elif args.accept_changes:
         raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
-        choices, options, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        SetupRequest(choices, options), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
         answers=answers, accept_changes=args.accept_changes,
     )  # fmt: skip
     backend = backend_for(args)
@@ -391,10 +393,10 @@ def cmd_default(args: argparse.Namespace) -> int:
     make_backend = tui_backend(args)
     from gpuwizard.app import run_tui  # Textual is loaded only for the TUI
 
-    message, failed = run_tui(make_backend)
+    message, code = run_tui(make_backend)
     if message:
-        print(message, file=sys.stderr if failed else sys.stdout)
-    return EXIT_FAILED if failed else EXIT_OK
+        print(message, file=sys.stderr if code not in (EXIT_OK, EXIT_REBOOT) else sys.stdout)
+    return code
 
 
 NO_GPU_NOTE = "no GPU here"  # the title has room for ~50 characters at 80 columns

@@ -17,9 +17,12 @@ from gpuwizard.detect import detect_host
 from gpuwizard.export.answers import Answers
 from gpuwizard.export.formats import FORMATS, ExportFile, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
-from gpuwizard.headless import ApplyError, ApplyRequest, make_plan
 from gpuwizard.machine import Machine
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.files import write_files
+from gpuwizard.setup.flow import PlanRefused
+from gpuwizard.setup.plan import Replay, plan_request
+from gpuwizard.setup.request import SetupRequest
 from gpuwizard.setups import SetupError, exportable_setup
 
 DEFAULT_DIR = "gpuwizard-export"
@@ -49,16 +52,12 @@ def parse_formats(text: str | None) -> list[str]:
 
 def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
     facts = detect_host(machine.host())
-    request = (
-        ApplyRequest(answers.choices, answers.options, answers=answers, accept_changes=accept)
-        if answers
-        else ApplyRequest()
-    )
-    try:
-        plan, selection = make_plan(facts, request)
-    except ApplyError as error:
-        raise ExportUsageError(str(error), error.code, no_gpu=error.no_gpu) from None
-    return ExportSource(plan, selection, facts)
+    request = SetupRequest(answers.choices, answers.options) if answers else SetupRequest()
+    replay = Replay(answers, accept) if answers else None
+    planned = plan_request(load_table(), facts, request, replay)
+    if isinstance(planned, PlanRefused):
+        raise ExportUsageError(planned.why, planned.code, no_gpu=planned.no_gpu)
+    return ExportSource(planned.plan, planned.selection, facts)
 
 
 FRESH_NOTE = "no setup was run here yet: exported the recommended plan for this machine"

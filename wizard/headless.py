@@ -1,49 +1,37 @@
-"""``gpuwizard apply``: the same plan, runner, journal and events as the TUI, without a screen.
+"""``gpuwizard apply``: the state machine of gpuwizard.setup.flow with scripted answers.
 
-Detect, recommend, plan; show the plan and ask (or ``--yes``); start the detached runner and
-print one line per event until it stops. Attaches instead when a runner is already at work, and
-resumes an unfinished run (after its reboot) with the same command. Exit codes: 0 everything
-done and verified, 10 stopped for a reboot (run the same command after it), 1 a step failed or
-the host changed, 2 bad input. Never imports Textual.
+The TUI and this front end share the start rule, every transition and the driver; this one
+answers from its flags instead of keys: it always goes on (Continue), decides what the flags
+ask for, approves the plan when ``--yes`` is given or a person types y, runs every step at once,
+and confirms a reboot only with ``--yes``. It prints one line per runner event (the same fold of
+events the TUI renders) and exits 0 (everything done and verified), 10 (stopped for a reboot:
+run the same command after it), 1 (a step failed, the host changed, not confirmed), 2 (bad
+input) or 3 (nothing fits this server). Never imports Textual.
 """
 
 from __future__ import annotations
 
 import getpass
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from gpuwizard.detect import detect_host
-from gpuwizard.export.answers import Answers, misfits
-from gpuwizard.facts import HostFacts
+from gpuwizard.export.answers import Answers
 from gpuwizard.hints import match as known_error
 from gpuwizard.plan import Plan, Run
-from gpuwizard.planner import Options, OptionsError, plan_for
-from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices, Refusal
-from gpuwizard.recommend.table import load_table
-from gpuwizard.recommend.target import BadInput, target_from_facts
 from gpuwizard.runner import events as ev
-from gpuwizard.runner.control import (
-    Backend,
-    current,
-    last_outcome,
-    launch,
-    prepare_run,
-    starting,
-    wait_until_started,
-)
-from gpuwizard.runner.follow import BadLine, EventFollower, Restarted
-from gpuwizard.runner.layout import EVENTS
-from gpuwizard.runner.layout import EXIT_BUSY as EXIT_RUNNER_BUSY
-from gpuwizard.runner.lock import read_run_record, runner_status
-from gpuwizard.runner.secrets import send_secret
-from gpuwizard.selection import Selection
-from gpuwizard.steps.base import PlanError
+from gpuwizard.runner.control import Backend
+from gpuwizard.runner.events import StopReason
+from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
+from gpuwizard.setup import flow
+from gpuwizard.setup.driver import RunEvents, SetupDriver
+from gpuwizard.setup.plan import Replay, has_work
+from gpuwizard.setup.request import SetupRequest
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
+POLL_S = 0.1
 
 
 class ApplyError(Exception):
@@ -58,51 +46,14 @@ class ApplyError(Exception):
 
 @dataclass(frozen=True)
 class ApplyRequest:
-    choices: Choices = field(default_factory=Choices)
-    options: Options = field(default_factory=Options)
+    setup: SetupRequest = field(default_factory=SetupRequest)
     yes: bool = False
     dry_run: bool = False
     verbose: bool = False
     answers: Answers | None = None
-    """Replaying an answers file: the choices and options above come from it."""
+    """Replaying an answers file: the request above comes from it."""
     accept_changes: bool = False
     """Plan even where the answers were made for another kind of server or resolve differently."""
-
-
-def make_plan(facts: HostFacts, request: ApplyRequest) -> tuple[Plan, Selection]:
-    table = load_table()
-    try:
-        result = recommend(table, target_from_facts(facts, table), request.choices)
-    except BadInput as error:  # the pins were checked on the way in; this is the last guard
-        raise ApplyError(str(error)) from None
-    if isinstance(result, Refusal):
-        misfit = misfits(request.answers, facts) if request.answers else []
-        why = f"the answers do not fit this server: {'; '.join(misfit)}; " if misfit else ""
-        raise ApplyError(f"{why}nothing to install: {result.reason}", 3, no_gpu=not result.gpus)
-    try:
-        selection, plan = plan_for(facts, result, request.options, table)
-    except (OptionsError, PlanError) as error:
-        raise ApplyError(str(error)) from None
-    if request.answers is not None and not request.accept_changes:
-        check_replay(request.answers, facts, plan)
-    return plan, selection
-
-
-def check_replay(answers: Answers, facts: HostFacts, plan: Plan) -> None:
-    """Refuse to replay answers on a server they were not made for, or that plans differently."""
-    problems = misfits(answers, facts)
-    changed = [f"{a} -> {b}" for a, b in zip(answers.plan, plan.summary, strict=False) if a != b]
-    if len(answers.plan) != len(plan.summary) or changed:
-        problems.append(
-            "here they resolve to a different plan: " + ("; ".join(changed) or "other steps")
-        )
-    if problems:
-        raise ApplyError(
-            "the answers do not fit this server: "
-            + "; ".join(problems)
-            + " (nothing was changed; pass --accept-changes to plan it anyway)",
-            3,
-        )
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -131,100 +82,48 @@ class Printer:
     def __init__(self, out: TextIO, verbose: bool) -> None:
         self.out = out
         self.verbose = verbose
-        self.tail: list[str] = []
-        self.outcome: str | None = None
 
-    def show(self, event: ev.RunEvent) -> None:  # noqa: C901 - one branch per event kind
+    def show(self, event: ev.RunEvent, view: RunView | None = None) -> None:  # noqa: C901 - one branch per event kind
         write = self.out.write
         match event:
             case ev.StepStarted():
-                self.tail = []
                 write(f"==> {event.title}\n")
             case ev.StepSkipped():
                 write(f"    skip {event.step}: {event.reason}\n")
             case ev.ActionStarted():
                 write(f"    $ {event.command[:200]}\n")
-            case ev.LogLines():
-                self.tail = (self.tail + list(event.lines))[-15:]
-                if self.verbose and event.dropped:  # a flood: the step's log file has them
+            case ev.LogLines() if self.verbose:
+                if event.dropped:  # a flood: the step's log file has them
                     write(f"      [… {event.dropped:,} lines not shown …]\n")
-                if self.verbose:
-                    write("".join(f"      {line}\n" for line in event.lines))
+                write("".join(f"      {line}\n" for line in event.lines))
             case ev.StepFinished():
                 write(f"    {'done' if event.ok else 'FAILED'}: {event.step}: {event.reason}\n")
                 if not event.ok:
-                    self.explain_failure(event)
+                    self.explain_failure(event, view)
             case ev.StepAwaitingReboot():
                 write(f"    {event.step}: {event.reason}\n")
             case ev.RebootRequested():
-                self.outcome = "reboot"  # stays so if the reboot itself ends the runner
                 write(f"==> reboot needed: {event.reason}\n")
             case ev.RebootDetected():
                 write("==> the machine rebooted; checking again\n")
-            case ev.RunStopped():
-                self.outcome = "reboot" if event.reason == "reboot" else "failed"
+            case ev.RunStopped() if event.reason is not StopReason.PAUSED:
                 write(f"==> stopped: {event.why}\n")
             case ev.RunFinished():
-                self.outcome = "done"
                 write(f"==> {event.summary}\n")
             case _:
                 pass
         self.out.flush()
 
-    def explain_failure(self, event: ev.StepFinished) -> None:
+    def explain_failure(self, event: ev.StepFinished, view: RunView | None) -> None:
         """The output's last lines, what they mean when the error is a known one, the full log."""
         write = self.out.write
+        tail = list(view.tail)[-15:] if view is not None else []
         if not self.verbose:
-            write("".join(f"      | {line}\n" for line in self.tail))
-        if (hint := known_error(self.tail)) is not None:
+            write("".join(f"      | {line}\n" for line in tail))
+        if (hint := known_error(tail)) is not None:
             write(f"    why: {hint.explanation}\n    what to do: {hint.fix}\n")
         if event.log:
             write(f"    full log: {event.log}\n")
-
-
-def answer_secret(backend: Backend, event: ev.PromptShown, ask: Callable[[str], str]) -> None:
-    try:
-        value = ask(f"{event.text}: ")
-    except (EOFError, OSError):
-        return
-    send_secret(backend.state_dir, value)
-
-
-def follow_run(
-    backend: Backend,
-    printer: Printer,
-    boot_id: str | None,
-    ask: Callable[[str], str] = getpass.getpass,
-    offset: int = 0,
-) -> str | None:
-    follower = EventFollower(backend.state_dir / EVENTS, offset)
-
-    def runner_gone() -> bool:
-        return runner_status(backend.state_dir, boot_id) != "running"
-
-    for item in follower.follow(runner_gone):
-        if isinstance(item, Restarted | BadLine):
-            continue
-        event = item.event
-        if isinstance(event, ev.PromptShown) and event.secret:
-            answer_secret(backend, event, ask)
-        printer.show(event)
-    return printer.outcome
-
-
-def runner_log_tail(backend: Backend, lines: int = 10) -> list[str]:
-    try:
-        return (backend.state_dir / "runner.log").read_text(errors="replace").splitlines()[-lines:]
-    except OSError:
-        return []
-
-
-def exit_code(outcome: str | None) -> int:
-    if outcome == "done":
-        return EXIT_DONE
-    if outcome == "reboot":
-        return EXIT_REBOOT
-    return EXIT_FAILED
 
 
 def confirm(out: TextIO, prompt: str) -> bool:
@@ -235,99 +134,225 @@ def confirm(out: TextIO, prompt: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
-    facts = detect_host(backend.host())
-    state = current(backend.state_dir, facts.boot.boot_id)
-    printer = Printer(out, request.verbose)
-    if state.problem:
-        raise ApplyError(state.problem)
-    if state.status == "running":
-        out.write(f"A runner is already at work on {backend.name}; following it.\n")
-        return exit_code(follow_run(backend, printer, facts.boot.boot_id))
-    # A run stopped because the host changed under it is planned afresh (and reviewed again).
-    replan = last_outcome(backend.state_dir) == "changed"
-    seen = state.journal.data.run_id if state.journal else None
-    unfinished = state.journal is not None and not state.journal.data.finished and not replan
-    if unfinished and not request.dry_run:
-        run_id = state.journal.data.run_id if state.journal else ""
-        out.write(f"Continuing the unfinished setup ({run_id}) on {backend.name}.\n")
-    else:
-        plan, selection = make_plan(facts, request)
-        out.write(f"Plan for {backend.name}:\n" + "\n".join(plan_lines(plan)) + "\n")
-        if request.dry_run:
-            out.write("\n(dry run: nothing was changed)\n")
+class Script:
+    """The answers ``apply`` gives, stage by stage; an int is the exit code to stop with."""
+
+    def __init__(
+        self,
+        driver: SetupDriver,
+        request: ApplyRequest,
+        out: TextIO,
+        ask: Callable[[str], str] = getpass.getpass,
+    ) -> None:
+        self.driver = driver
+        self.request = request
+        self.out = out
+        self.ask = ask
+        self.printer = Printer(out, request.verbose)
+        self.prepared = False
+        self.reboot_said = False
+        self.name = driver.backend.name
+
+    def answer(self, stage: flow.Stage) -> flow.Answer | int:  # noqa: C901 - one case per stage
+        match stage:
+            case flow.Showing():
+                return flow.Continue()
+            case flow.Choosing():
+                if stage.note:
+                    self.out.write(f"{stage.note}\n")
+                return flow.Decided(self.request.setup)
+            case flow.Reviewing():
+                return self.review(stage)
+            case flow.Installing():
+                return self.install(stage)
+            case flow.Watching():
+                return self.watch(stage)
+            case flow.AwaitingReboot():
+                return self.reboot(stage)
+            case flow.Resuming():
+                return self.resume(stage)
+            case flow.Verifying():
+                return self.verified(stage)
+            case flow.Refused():
+                raise ApplyError(stage.why, stage.code, no_gpu=stage.no_gpu)
+            case flow.Looking() | flow.Benchmarking() | flow.Exporting() | flow.Done():
+                return EXIT_DONE
+
+    def review(self, stage: flow.Reviewing) -> flow.Answer | int:
+        self.out.write(f"Plan for {self.name}:\n" + "\n".join(plan_lines(stage.plan)) + "\n")
+        if self.request.dry_run:
+            self.out.write("\n(dry run: nothing was changed)\n")
             return EXIT_DONE
-        if not any(not s.satisfied for s in plan.steps):
-            out.write("\nNothing to do: every step is already done.\n")
+        if not has_work(stage.plan):
+            self.out.write("\nNothing to do: every step is already done.\n")
             return EXIT_DONE
-        if not request.yes and not confirm(out, "\nApply this plan? [y/N] "):
+        if not self.request.yes and not confirm(self.out, "\nApply this plan? [y/N] "):
             raise ApplyError(
                 "not confirmed: nothing was changed (pass --yes to apply without asking)",
                 EXIT_FAILED,
             )
-        return start_and_follow(backend, request, facts, printer, seen, (plan, selection))
-    return start_and_follow(backend, request, facts, printer, seen, None)
+        self.prepared = True
+        return flow.Approved()
 
+    # ------------------------------------------------------------------------------ the run
+    def install(self, stage: flow.Installing) -> flow.Answer | int:
+        if self.request.dry_run:
+            return self.dry_run_of_unfinished(stage)
+        events = self.driver.events()
+        if stage.attach:
+            self.out.write(f"A runner is already at work on {self.name}; following it.\n")
+        view = self.catch_up(events, echo=stage.attach)
+        if not stage.attach:
+            if not self.prepared:
+                self.out.write(f"Continuing the unfinished setup ({view.run_id}) on {self.name}.\n")
+            if not self.driver.start(one_step=False):
+                return self.runner_did_not_start()
+        started = view.invocation
+        view = self.follow(events, view)
+        ending = view.ending
+        if view.invocation == started and not stage.attach:
+            return self.runner_did_not_start()
+        self.reboot_said = isinstance(ending, RebootAsked)
+        if isinstance(ending, Finished | RebootAsked) or (
+            isinstance(ending, Stopped) and ending.reason is StopReason.CHANGED
+        ):
+            return flow.RunEnded(self.driver.disk())
+        return EXIT_FAILED
 
-def start_and_follow(
-    backend: Backend,
-    request: ApplyRequest,
-    facts: HostFacts,
-    printer: Printer,
-    seen: str | None,
-    reviewed: tuple[Plan, Selection] | None,
-) -> int:
-    """Prepare (a reviewed plan) and launch the runner, one front end at a time, then follow it.
+    def watch(self, stage: flow.Watching) -> int:
+        """Another front end drives: follow its run, decide nothing, end as it ended."""
+        self.out.write(
+            f"Another gpuwizard drives the setup of {self.name}: {stage.holder.describe()}; following it.\n"
+        )
+        events = self.driver.events()
+        self.follow(events, self.catch_up(events, echo=True), watching=True)
+        journal = self.driver.disk().journal  # how it stands now, whoever made it so
+        if journal is not None and journal.reboot is not None:
+            return EXIT_REBOOT
+        return EXIT_DONE if journal is not None and journal.finished else EXIT_FAILED
 
-    Another front end may have started a run since the state was read (run ``seen``): then its
-    runner is followed, or, when it is no longer at work, nothing is replaced and the person is
-    asked to look again: a plan made before that run may be stale (T11).
-    """
-    out = printer.out
-    boot_id = facts.boot.boot_id
-    with starting(backend.state_dir):
-        if runner_status(backend.state_dir, boot_id) == "running":
-            out.write(
-                f"Another gpuwizard started a runner on {backend.name} meanwhile; following it.\n"
+    def dry_run_of_unfinished(self, stage: flow.Installing) -> int:
+        self.out.write(f"An unfinished setup waits on {self.name}; its plan:\n")
+        self.out.write("\n".join(plan_lines(stage.plan)) + "\n\n(dry run: nothing was changed)\n")
+        return EXIT_DONE
+
+    def catch_up(self, events: RunEvents, echo: bool) -> RunView:
+        """The run's history so far, printed when attaching (as the TUI shows it)."""
+        view = RunView()
+        for envelope in events.poll():
+            view = fold(view, envelope)
+            if echo:
+                self.printer.show(envelope.event, view)
+        return view
+
+    def follow(self, events: RunEvents, view: RunView, watching: bool = False) -> RunView:
+        """Print the run's events until the runner is gone and nothing more is written
+        (``watching``: and the front end that drives it is gone too)."""
+        while True:
+            # Asked before reading: nothing written before it ended is missed.
+            alive = self.driver.running() or (watching and self.driver.driven_elsewhere())
+            batch = events.poll()
+            for envelope in batch:
+                view = fold(view, envelope)
+                self.printer.show(envelope.event, view)
+                if isinstance(envelope.event, ev.PromptShown) and envelope.event.secret:
+                    self.answer_secret(envelope.event)
+            if not batch and not alive:
+                return view
+            if not batch:
+                time.sleep(POLL_S)
+
+    def answer_secret(self, event: ev.PromptShown) -> None:
+        try:
+            value = self.ask(f"{event.text}: ")
+        except (EOFError, OSError):
+            return
+        self.driver.send_secret(value)
+
+    def runner_did_not_start(self) -> int:
+        log = self.driver.state_dir / "runner.log"
+        self.out.write(f"The runner ended without reporting; its output is in {log}:\n")
+        try:
+            tail = log.read_text(errors="replace").splitlines()[-10:]
+        except OSError:
+            tail = []
+        self.out.write("".join(f"  | {line}\n" for line in tail))
+        return EXIT_FAILED
+
+    # --------------------------------------------------------------------- reboot and after
+    def reboot(self, stage: flow.AwaitingReboot) -> flow.Answer | int:
+        if not self.reboot_said:  # else the runner's own event said so a moment ago
+            self.out.write(f"==> reboot needed: {stage.reason}\n")
+        if self.request.dry_run or not self.request.yes:
+            self.out.write(
+                "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
             )
-            return exit_code(follow_run(backend, printer, boot_id))
-        journal = current(backend.state_dir, boot_id).journal
-        if (journal.data.run_id if journal else None) != seen:
-            raise ApplyError(
-                f"another gpuwizard started a run on {backend.name} meanwhile; "
-                "run the same command again to see where it stands",
-                EXIT_FAILED,
+            return EXIT_REBOOT
+        self.out.write("==> rebooting\n")
+        return flow.RebootNow()
+
+    def resume(self, stage: flow.Resuming) -> flow.Answer | int:
+        if self.request.dry_run:
+            self.out.write(
+                f"The machine rebooted; gpuwizard would check {len(stage.plan.steps)} steps again.\n"
             )
-        if reviewed is not None:
-            prepare_run(backend.state_dir, *reviewed, facts)
-        command = [*backend.runner, *(["--yes"] if request.yes else [])]
-        previous = read_run_record(backend.state_dir)
-        events = backend.state_dir / EVENTS
-        history = events.stat().st_size if events.exists() else 0
-        process = launch(
-            command,
-            backend.state_dir,
-            env=backend.env,
-            systemd=False if backend.simulated else None,
-        )
-        started = wait_until_started(backend.state_dir, process, previous)
-    if not started and process.returncode == EXIT_RUNNER_BUSY:
-        out.write(f"A runner is already at work on {backend.name}; following it.\n")
-        return exit_code(follow_run(backend, printer, boot_id))
-    outcome = follow_run(backend, printer, boot_id, offset=history) if started else None
-    report_end(backend, request, out, outcome)
-    return exit_code(outcome)
+            return EXIT_DONE
+        events = self.driver.events()
+        view = self.catch_up(events, echo=False)
+        if not self.driver.start(one_step=False, check_only=True):
+            return self.runner_did_not_start()
+        view = self.follow(events, view)
+        ending = view.ending
+        if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED:
+            return EXIT_FAILED
+        return flow.Continue()
+
+    def verified(self, stage: flow.Verifying) -> int:
+        report = stage.facts.installs.verification
+        if report is not None and report.ok:
+            self.out.write(
+                f"==> verified: torch {report.torch} in {report.env} works on every GPU\n"
+            )
+        return EXIT_DONE
 
 
-def report_end(backend: Backend, request: ApplyRequest, out: TextIO, outcome: str | None) -> None:
-    if outcome is None:
-        out.write(
-            f"The runner ended without reporting; its output is in {backend.state_dir / 'runner.log'}:\n"
-        )
-        out.write("".join(f"  | {line}\n" for line in runner_log_tail(backend)))
-    if outcome == "reboot" and not request.yes:
-        out.write(
-            "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
-        )
-    elif outcome == "reboot":
-        out.write("The machine is rebooting; log in again and run the same command to continue.\n")
+def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
+    """Run the state machine to the end with scripted answers; the exit code."""
+    replay = Replay(request.answers, request.accept_changes) if request.answers else None
+    driver = SetupDriver(backend, replay, command="gpuwizard apply", drive=not request.dry_run)
+    try:
+        return run_script(driver, Script(driver, request, out), request, out)
+    finally:
+        driver.close()
+
+
+def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
+    stage: flow.Stage = flow.Looking(request.setup)
+    effects: tuple[flow.Effect, ...] = (flow.Detect(),)
+    while True:
+        answer: flow.Answer | None = None
+        for effect in effects:
+            if isinstance(effect, flow.Exit):
+                return finish(effect, out)
+            answer = driver.carry_out(effect)
+            if (
+                isinstance(effect, flow.Reboot)
+                and isinstance(answer, flow.Rebooted)
+                and answer.failed is None
+            ):
+                out.write(
+                    "The machine is rebooting; log in again and run the same command to continue.\n"
+                )
+                return EXIT_REBOOT
+        if answer is None:
+            scripted = script.answer(stage)
+            if isinstance(scripted, int):
+                return scripted
+            answer = scripted
+        stage, effects = flow.next_stage(stage, answer)
+
+
+def finish(effect: flow.Exit, out: TextIO) -> int:
+    if effect.message:
+        print(effect.message, file=out if effect.code in (EXIT_DONE, EXIT_REBOOT) else sys.stderr)
+    return effect.code

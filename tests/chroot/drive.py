@@ -13,14 +13,16 @@ from dataclasses import dataclass
 
 from gpuwizard.detect import detect_host
 from gpuwizard.facts import HostFacts
-from gpuwizard.headless import ApplyRequest, make_plan
 from gpuwizard.plan import Plan
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.control import prepare_run
 from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, run_session
 from gpuwizard.selection import Selection
+from gpuwizard.setup.plan import make_plan
+from gpuwizard.setup.request import SetupRequest
 from tests.chroot.host import chroot_host
 from tests.chroot.machine import ChrootMachine
 from tests.chroot.roots import REPO
@@ -44,8 +46,8 @@ def plan_on(
     machine: ChrootMachine, choices: Choices | None = None, options: Options | None = None
 ) -> Planned:
     facts = facts_of(machine)
-    request = ApplyRequest(choices or Choices(), options or Options(), yes=True)
-    plan, selection = make_plan(facts, request)
+    request = SetupRequest(choices or Choices(), options or Options())
+    plan, selection = make_plan(load_table(), facts, request)
     return Planned(plan, selection, facts)
 
 

@@ -21,8 +21,10 @@ import pytest
 
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.headless import ApplyRequest, make_plan
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.layout import load_planned_facts
+from gpuwizard.setup.plan import make_plan
+from gpuwizard.setup.request import SetupRequest
 from gpuwizard.sim.effects import installed_torch
 from gpuwizard.sim.pathshims import ScriptRun, make_pathshims, run_script, run_until_done
 from gpuwizard.sim.sandbox import Sandbox
@@ -171,7 +173,7 @@ def test_a_mok_password_from_the_environment_is_enrolled_and_found_in_no_file(ma
     host.enable_secure_boot()
     host.scenario(mok_console_password_sha256=hashlib.sha256(CANARY.encode()).hexdigest())
     facts = host.facts()
-    plan, selection = make_plan(facts, ApplyRequest())
+    plan, selection = make_plan(load_table(), facts, SetupRequest())
     assert plan.step("enroll-mok").actions
 
     runs = script_install(

@@ -40,10 +40,12 @@ TARGET_REATTACH_S = 1.0
 def prepare(home: Path, megabytes: int, profile: str) -> None:
     """A fresh simulated host whose first `apt-get update` floods, and a reviewed plan."""
     from gpuwizard.detect import detect_host
-    from gpuwizard.headless import ApplyRequest, make_plan
     from gpuwizard.planner import Options
     from gpuwizard.recommend.result import Choices
+    from gpuwizard.recommend.table import load_table
     from gpuwizard.runner.control import prepare_run
+    from gpuwizard.setup.plan import make_plan
+    from gpuwizard.setup.request import SetupRequest
     from gpuwizard.sim.backend import sim_backend
     from gpuwizard.sim.sandbox import place_for
 
@@ -51,7 +53,7 @@ def prepare(home: Path, megabytes: int, profile: str) -> None:
     rule = {"tool": "apt-get", "match": "update", "times": 1, "flood_mb": megabytes, "exit": 100}
     place_for(profile, home).sandbox.write_json("scenario.json", {"rules": [rule]})
     facts = detect_host(backend.host())
-    plan, selection = make_plan(facts, ApplyRequest(Choices(), Options(), yes=True))
+    plan, selection = make_plan(load_table(), facts, SetupRequest(Choices(), Options()))
     prepare_run(backend.state_dir, plan, selection, facts)
 
 
@@ -72,15 +74,16 @@ async def drive(home: Path, profile: str, attach: bool) -> dict[str, Any]:
     from textual.binding import Binding
 
     from gpuwizard.runner.control import current
-    from gpuwizard.runs import RunHandle
-    from gpuwizard.screens.install import InstallScreen
+    from gpuwizard.screens.install import InstallView
+    from gpuwizard.screens.shell import StageShell
     from gpuwizard.screens.widgets.log_pane import LogPane
+    from gpuwizard.setup.driver import SetupDriver
     from gpuwizard.sim.backend import sim_backend
 
     backend = sim_backend(profile, home=home)
     journal = current(backend.state_dir, None).journal
     assert journal is not None, "no run prepared"
-    screen = InstallScreen(journal.data.plan, RunHandle(backend), attach=attach)
+    screen = InstallView(journal.data.plan, SetupDriver(backend), attach=attach)
 
     class Bench(App[None]):
         BINDINGS: ClassVar = [Binding("k", "ping", "")]
@@ -90,9 +93,11 @@ async def drive(home: Path, profile: str, attach: bool) -> dict[str, Any]:
             self.answered: list[float] = []
             self.pushed_at = 0.0
 
-        def on_mount(self) -> None:
+        async def on_mount(self) -> None:
             self.pushed_at = time.perf_counter()
-            self.push_screen(screen)
+            shell = StageShell()
+            await self.push_screen(shell)
+            await shell.show(screen)
 
         def action_ping(self) -> None:
             self.call_after_refresh(lambda: self.answered.append(time.perf_counter()))

@@ -34,10 +34,10 @@ import pytest
 from gpuwizard.detect import detect_host
 from gpuwizard.facts import HostFacts
 from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.headless import ApplyRequest, make_plan
 from gpuwizard.plan import Plan, Run
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend, launch, prepare_run
 from gpuwizard.runner.follow import EventFollower
@@ -45,6 +45,8 @@ from gpuwizard.runner.journal import JournalData, parse
 from gpuwizard.runner.layout import EVENTS, JOURNAL
 from gpuwizard.runner.secrets import send_secret
 from gpuwizard.runner.session import SessionOptions, run_session
+from gpuwizard.setup.plan import make_plan
+from gpuwizard.setup.request import SetupRequest
 from gpuwizard.sim.backend import sim_backend
 from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.reboot import reboot
@@ -151,8 +153,8 @@ class SimHost:
     def plan(self, options: Options | None = None, choices: Choices | None = None) -> Plan:
         """Detect, recommend and plan as ``gpuwizard apply`` does, and prepare the run."""
         facts = self.facts()
-        request = ApplyRequest(choices or Choices(), options or Options(), yes=True)
-        plan, selection = make_plan(facts, request)
+        request = SetupRequest(choices or Choices(), options or Options())
+        plan, selection = make_plan(load_table(), facts, request)
         prepare_run(self.state_dir, plan, selection, facts)
         return plan
 

@@ -15,13 +15,13 @@ import signal
 
 import pytest
 
-from gpuwizard.headless import ApplyError
 from gpuwizard.hints import match as known_error
 from gpuwizard.planner import Options
 from gpuwizard.runner import events as ev
 from gpuwizard.runner import executor
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_FAILED, EXIT_REBOOT
 from gpuwizard.runner.lock import runner_status
+from gpuwizard.setup.plan import PlanningError
 from tests.sim.conftest import H100, SIGKILLED, wait_for
 
 REPAIR = ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a")
@@ -314,7 +314,7 @@ def test_t24_an_invalid_daemon_json_is_refused_at_planning_and_never_overwritten
     host = sim(H100)
     host.write(DAEMON_JSON, '{"data-root": "/data/docker",')
 
-    with pytest.raises(ApplyError, match=r"daemon\.json is not valid JSON .*left untouched"):
+    with pytest.raises(PlanningError, match=r"daemon\.json is not valid JSON .*left untouched"):
         host.plan(Options(docker=True))
 
     assert host.path(DAEMON_JSON).read_text() == '{"data-root": "/data/docker",'

@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.headless import ApplyError
 from gpuwizard.hints import match as known_error
 from gpuwizard.plan import Run
 from gpuwizard.planner import Options
@@ -33,6 +32,7 @@ from gpuwizard.runner import journal as journal_module
 from gpuwizard.runner.files import TEMP_PREFIX
 from gpuwizard.runner.journal import FINISHED_STATES, JournalData, parse
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_FAILED, EXIT_REBOOT, EXIT_STOPPED, JOURNAL
+from gpuwizard.setup.plan import PlanningError
 from tests.sim.conftest import H100, SIGKILLED, SimHost, command_key, planned_commands
 
 FAILPOINT_NAMES = (
@@ -372,7 +372,7 @@ def test_t36_a_hostile_environment_name_is_refused_before_anything_is_planned_or
 ):
     host = sim(H100)
 
-    with pytest.raises(ApplyError, match="environment name"):
+    with pytest.raises(PlanningError, match="environment name"):
         host.plan(Options(env_name=name))
 
     assert not (host.state_dir / JOURNAL).exists()

@@ -15,7 +15,9 @@ from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
 from gpuwizard.bench.verdict import judge
-from gpuwizard.screens.benchmark import BenchmarkScreen, ChartLine, bars
+from gpuwizard.screens.benchmark import BenchmarkView, ChartLine, bars
+from gpuwizard.setup.flow import Again, Benchmarked
+from tests.ui.pilots import ViewHarness
 
 STREAMS = Path(__file__).parents[1] / "bench" / "streams"
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
@@ -24,7 +26,7 @@ ABOUT = (
 )
 
 
-def text_of(app: App[str], selector: str) -> str:
+def text_of(app: App[None], selector: str) -> str:
     """What a Static shows, as plain text (its content may be a Rich renderable)."""
     console = Console(width=100, file=io.StringIO(), record=True)
     console.print(app.screen.query_one(selector, Static).content)
@@ -95,16 +97,10 @@ def died_run(directory: Path) -> RecordedBench:
     return RecordedBench(stream, "1x A100 SXM4 40GB", directory, problems=(died,))
 
 
-class Harness(App[str]):
-    TITLE = "gpuwizard"
-    SUB_TITLE = "SIMULATION: h100x8-ubuntu2204-fresh"
-
-    def __init__(self, source: RecordedBench) -> None:
-        super().__init__()
-        self.source = source
-
-    def on_mount(self) -> None:
-        self.push_screen(BenchmarkScreen(self.source, ABOUT), self.exit)
+def Harness(source: RecordedBench) -> ViewHarness:
+    return ViewHarness(
+        BenchmarkView(source, ABOUT), sub_title="SIMULATION: h100x8-ubuntu2204-fresh"
+    )
 
 
 @pytest.fixture
@@ -116,8 +112,8 @@ async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
     source = whole_run(out, per_poll=7)
     app = Harness(source)
     async with app.run_test(size=(100, 32)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, BenchmarkScreen)
+        screen = app.shell.view
+        assert isinstance(screen, BenchmarkView)
         await pilot.press("enter")  # nothing to continue to before a run: ignored
         assert screen.state == "ready" and not source.started
         await pilot.press("b")
@@ -130,14 +126,16 @@ async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
         assert "At or above the best published PyTorch numbers" in verdict
         assert "DDP over 8 GPUs (amp-bf16): 7.86x one GPU" in verdict
         await pilot.press("enter")
-    assert app.return_value == "done"
+    headline = app.answers[-1]
+    assert isinstance(headline, Benchmarked) and headline.headline
+    assert "At or above the best published PyTorch numbers" in headline.headline
     assert (out / "results.json").exists() and (out / "results.md").exists()
 
 
 async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
     app = Harness(died_run(out))
     async with app.run_test(size=(100, 32)) as pilot:
-        screen = app.screen
+        screen = app.shell.view
         await pilot.press("b")
         while screen.state != "done":  # type: ignore[attr-defined]
             await pilot.pause(0.05)
@@ -146,14 +144,14 @@ async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
         assert "amp-fp16: batch 512 did not fit; the largest that did was used" in verdict
         assert screen.results == []  # type: ignore[attr-defined]
         await pilot.press("r")
-    assert app.return_value == "again"
+    assert app.answers == [Again()]
 
 
 async def test_stop_keeps_what_ran(out: Path) -> None:
     source = whole_run(out, per_poll=3)
     app = Harness(source)
     async with app.run_test(size=(100, 32)) as pilot:
-        screen = app.screen
+        screen = app.shell.view
         await pilot.press("b")
         await pilot.pause(0.3)
         await pilot.press("x")
@@ -169,7 +167,7 @@ async def test_skip_leaves_without_running(out: Path) -> None:
     app = Harness(source)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("s")
-    assert app.return_value == "skipped" and not source.started
+    assert app.answers == [Benchmarked(None)] and not source.started
 
 
 def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
@@ -181,7 +179,7 @@ def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
 
 async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
     await pilot.press("b")
-    while pilot.app.screen.state != "done":
+    while pilot.app.shell.view.state != "done":
         await pilot.pause(0.05)
 
 

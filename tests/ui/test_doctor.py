@@ -11,31 +11,21 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual.app import App
-from textual.screen import Screen
 from textual.widgets import Static
 
 from gpuwizard.app import GpuWizardApp
 from gpuwizard.doctor.findings import Finding, Report
 from gpuwizard.runner import events as ev
-from gpuwizard.screens.detect import DetectScreen
+from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.doctor import DoctorScreen
-from gpuwizard.screens.install import InstallScreen
-from gpuwizard.screens.recommend import RecommendScreen
-from gpuwizard.screens.review import ReviewScreen
+from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.review import ReviewView
 from gpuwizard.sim.backend import sim_backend
-from tests.ui.test_flow import on_screen, press_until, until
-from tests.ui.test_snapshots import FakeRun, plan
+from tests.ui.pilots import FakeRun, ViewHarness, shows, until, view_of
+from tests.ui.test_snapshots import plan
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-class Harness(App[None]):
-    def __init__(self, screen: Screen[Any]) -> None:
-        super().__init__()
-        self.shown = screen
-
-    def on_mount(self) -> None:
-        self.push_screen(self.shown)
 
 
 def body(app: App[Any]) -> str:
@@ -48,22 +38,22 @@ def body(app: App[Any]) -> str:
 async def test_d_opens_the_doctor_over_the_stage_and_esc_returns(home: Path) -> None:
     app = GpuWizardApp(sim_backend("a100x8-ubuntu2204-neglected", home=home / "gpuwizard"))
     async with app.run_test(size=(110, 36)) as pilot:
-        await until(pilot, on_screen(pilot, DetectScreen))
+        await until(pilot, shows(pilot, DetectView))
         await pilot.press("d")
-        await until(pilot, on_screen(pilot, DoctorScreen))
+        await until(pilot, lambda: isinstance(pilot.app.screen, DoctorScreen))
         doctor = pilot.app.screen
         await until(pilot, lambda: doctor.report is not None)  # type: ignore[attr-defined]
         shown = body(pilot.app)
         assert "7 problems" in shown and "No nvidia module for 5.15.0-126-generic" in shown
         await pilot.press("escape")
-        await until(pilot, on_screen(pilot, DetectScreen))
+        await until(pilot, shows(pilot, DetectView))
 
 
 async def test_the_doctor_says_when_it_could_not_finish() -> None:
     def broken() -> Report:
         raise PermissionError("[Errno 13] Permission denied: '/proc/modules'")
 
-    app = Harness(DoctorScreen(broken))
+    app = ViewHarness(DoctorScreen(broken))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
@@ -73,7 +63,7 @@ async def test_the_doctor_says_when_it_could_not_finish() -> None:
 async def test_check_again_runs_the_doctor_once_more() -> None:
     answers = iter([Report((Finding("driver", "warn", "No NVIDIA driver yet", "None yet."),)),
                     Report((Finding("driver", "ok", "Driver 580.95.05 (CUDA 13.0)", "Fine."),))])  # fmt: skip
-    app = Harness(DoctorScreen(lambda: next(answers)))
+    app = ViewHarness(DoctorScreen(lambda: next(answers)))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
@@ -90,9 +80,15 @@ async def test_a_known_error_shows_while_the_step_still_runs() -> None:
         ev.LogLines("install-nvidia-driver", ("Setting up nvidia-kernel-common-580-server ...",
                                               "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service")),
     ]  # fmt: skip
-    app = Harness(InstallScreen(plan(), FakeRun(running), attach=False, clock=lambda: 0.0))
+    app = ViewHarness(
+        InstallView(
+            plan(),
+            FakeRun([ev.RunStarted("run-1", 1, None, ()), *running], running=True),
+            attach=True,
+        )
+    )
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = pilot.app.screen
+        screen = app.shell.view
         await until(pilot, lambda: screen.live_hint is not None)  # type: ignore[attr-defined]
         hint = str(screen.query_one("#hint").render())
         assert screen.mode == "running"  # type: ignore[attr-defined]
@@ -109,16 +105,17 @@ async def test_a_failing_dkms_build_shows_its_make_log_and_fix_on_the_step_scree
     )
     app = GpuWizardApp(backend)
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, on_screen(pilot, DetectScreen))
-        await press_until(pilot, "enter", RecommendScreen)
+        await until(pilot, shows(pilot, DetectView))
+        await pilot.press("enter")
+        await until(pilot, shows(pilot, RecommendView))
         await pilot.press("c")
-        await until(pilot, on_screen(pilot, ReviewScreen))
+        await until(pilot, shows(pilot, ReviewView))
         await pilot.press("s")
-        await until(pilot, on_screen(pilot, InstallScreen))
-        screen = pilot.app.screen
+        await until(pilot, shows(pilot, InstallView))
+        screen = view_of(pilot)
         await pilot.press("a")
-        await until(pilot, lambda: screen.mode == "failed")  # type: ignore[attr-defined]
-        assert screen.failed_step == "install-nvidia-driver"  # type: ignore[attr-defined]
+        await until(pilot, lambda: screen.mode == "failed")
+        assert screen.view.ending.step == "install-nvidia-driver"
         hint = str(screen.query_one("#hint").render())
         assert "did not build for kernel 5.15.0-126-generic" in hint
         assert "Read the end of /var/lib/dkms/nvidia/580.95.05/build/make.log" in hint

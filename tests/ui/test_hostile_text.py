@@ -32,22 +32,25 @@ from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.sizing import Finding, assess
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
-from gpuwizard.screens.benchmark import BenchmarkScreen
-from gpuwizard.screens.detect import DetectScreen
+from gpuwizard.runner.events import StopReason
+from gpuwizard.screens.benchmark import BenchmarkView
+from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.doctor import DoctorScreen
-from gpuwizard.screens.done import DoneScreen
-from gpuwizard.screens.export import ExportScreen
+from gpuwizard.screens.done import DoneView
+from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.help import HelpScreen
-from gpuwizard.screens.install import InstallScreen
+from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import SecretScreen
-from gpuwizard.screens.reboot import RebootScreen
-from gpuwizard.screens.recommend import RecommendScreen
-from gpuwizard.screens.resume import ResumeScreen
-from gpuwizard.screens.review import ReviewScreen
-from gpuwizard.screens.verify import VerifyScreen
+from gpuwizard.screens.reboot import RebootView
+from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.resume import ResumeView
+from gpuwizard.screens.review import ReviewView
+from gpuwizard.screens.shell import StageView
+from gpuwizard.screens.verify import VerifyView
 from tests.cli.test_hostile_text import make_hostile_host
+from tests.ui.pilots import FakeRun, ViewHarness
 from tests.ui.test_benchmark import RecordedBench, events_of
-from tests.ui.test_snapshots import FACTS, FakeRun, Harness, plan, recommendation
+from tests.ui.test_snapshots import FACTS, NOW, plan, recommendation
 
 CLICK = "[@click=app.quit]"
 LINK = "[link=https://evil.example]spoof[/link]"
@@ -83,11 +86,22 @@ def hostile_recommendation():  # type: ignore[no-untyped-def]
 def install_events() -> list[ev.RunEvent]:
     step = hostile_plan().steps[1]
     return [
+        ev.RunStarted("run-1", 1, None, ()),
         ev.StepStarted(step.id, step.title, 1),
         ev.ActionStarted(step.id, 0, f"apt-get install {HOSTILE}"),
         ev.LogLines(step.id, (f"E: {HOSTILE}",)),
         ev.StepFinished(step.id, False, HOSTILE, f"/var/lib/gpuwizard/logs/{HOSTILE}.log"),
-        ev.RunStopped("failed", HOSTILE, step.id),
+        ev.RunStopped(StopReason.FAILED, HOSTILE, step.id),
+    ]
+
+
+def resume_events() -> list[ev.RunEvent]:
+    step = hostile_plan().steps[2]
+    return [
+        ev.RunStarted("run-1", 1, None, ()),
+        ev.RebootDetected("boot-a", "boot-b"),
+        ev.StepFinished(step.id, False, HOSTILE),
+        ev.RunStopped(StopReason.FAILED, HOSTILE, step.id),
     ]
 
 
@@ -102,16 +116,16 @@ def doctor_report() -> Report:
     return Report((finding,), (HOSTILE,))
 
 
-SCREENS: dict[str, Callable[[], Screen[Any]]] = {
-    "detect": lambda: DetectScreen(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
-    "recommend": lambda: RecommendScreen(hostile_recommendation(), Choices(), Options(), lambda c, o: hostile_recommendation(), ["2.14.1"]),
-    "review": lambda: ReviewScreen(hostile_plan()),
-    "install": lambda: InstallScreen(hostile_plan(), FakeRun(install_events()), attach=False, clock=lambda: 0.0),
-    "reboot": lambda: RebootScreen(HOSTILE, HOSTILE, False),
-    "resume": lambda: ResumeScreen([(HOSTILE, "failed", HOSTILE)], HOSTILE, problem=HOSTILE),
-    "verify": lambda: VerifyScreen(VerifyReport(HOSTILE, HOSTILE, None, False, (HOSTILE,), (HOSTILE,))),
-    "export": lambda: ExportScreen([("script", "Deploy script"), ("answers", "Answers")], failing_render, lambda d, f: [], "/root/x", HOSTILE),
-    "done": lambda: DoneScreen([HOSTILE], HOSTILE, HOSTILE, HOSTILE, [HOSTILE]),
+SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
+    "detect": lambda: DetectView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
+    "recommend": lambda: RecommendView(hostile_recommendation(), Choices(), Options(), lambda c, o: hostile_recommendation(), ["2.14.1"]),
+    "review": lambda: ReviewView(hostile_plan()),
+    "install": lambda: InstallView(hostile_plan(), FakeRun(install_events()), attach=False, now=lambda: NOW),
+    "reboot": lambda: RebootView(HOSTILE, HOSTILE, False),
+    "resume": lambda: ResumeView(hostile_plan(), FakeRun(resume_events())),
+    "verify": lambda: VerifyView(VerifyReport(HOSTILE, HOSTILE, None, False, (HOSTILE,), (HOSTILE,))),
+    "export": lambda: ExportView([("script", "Deploy script"), ("answers", "Answers")], failing_render, lambda d, f: [], "/root/x", HOSTILE),
+    "done": lambda: DoneView([HOSTILE], HOSTILE, HOSTILE, HOSTILE, [HOSTILE]),
     "help": lambda: HelpScreen(HOSTILE, simulated=True),
     "secret": lambda: SecretScreen(HOSTILE),
     "doctor": lambda: DoctorScreen(doctor_report()),
@@ -131,8 +145,8 @@ def unsafe_in(text: str) -> list[str]:
     ]
 
 
-async def rendered(screen: Screen[Any], pauses: int = 3) -> tuple[str, Harness]:
-    app = Harness(screen)
+async def rendered(screen: Screen[Any] | StageView, pauses: int = 3) -> tuple[str, ViewHarness]:
+    app = ViewHarness(screen)
     async with app.run_test(size=(220, 90)) as pilot:
         for _ in range(pauses):
             await pilot.pause(0.1)
@@ -154,11 +168,11 @@ async def test_markup_in_external_text_is_shown_literally(name: str) -> None:
 
 async def test_the_export_screen_shows_a_failed_format_literally() -> None:
     screen = SCREENS["export"]()
-    app = Harness(screen)
+    app = ViewHarness(screen)
     async with app.run_test(size=(220, 90)) as pilot:
         await pilot.pause(0.1)
-        assert isinstance(app.screen, ExportScreen)
-        app.screen.show("answers")  # its render fails with the hostile message
+        assert isinstance(app.shell.view, ExportView)
+        app.shell.view.show("answers")  # its render fails with the hostile message
         await pilot.pause(0.1)
         text = shown_text(app.export_screenshot())
     assert f"answers cannot be made for this plan: {CLICK}{LINK}" in text
@@ -168,8 +182,8 @@ async def test_the_export_screen_shows_a_failed_format_literally() -> None:
 async def test_the_benchmark_screen_shows_notes_and_problems_literally(tmp_path: Path) -> None:
     stream: list[Any] = ["── one GPU", *events_of("h100x8-sim.jsonl"), HOSTILE]
     source = RecordedBench(stream, "8x H100 SXM5 80GB", tmp_path / "bench", problems=(HOSTILE,))
-    screen = BenchmarkScreen(source, HOSTILE)
-    app = Harness(screen)
+    screen = BenchmarkView(source, HOSTILE)
+    app = ViewHarness(screen)
     async with app.run_test(size=(220, 90)) as pilot:
         await pilot.pause(0.1)
         ready = shown_text(app.export_screenshot())
@@ -196,7 +210,7 @@ async def test_a_hostile_recorded_host_shows_clean_on_the_detect_and_doctor_scre
     quoting = tuple(f for f in report.findings if any("click me" in e for e in f.evidence))
     assert quoting, "the doctor quotes the hostile kernel log line"
     shown = Report(quoting, report.unread)  # the one finding, so that it fits on the screen
-    for screen in (DetectScreen(facts, assess(facts, load_table()), True), DoctorScreen(shown)):
+    for screen in (DetectView(facts, assess(facts, load_table()), True), DoctorScreen(shown)):
         text = shown_text((await rendered(screen))[0])
         assert unsafe_in(text) == []
         words = " ".join(text.replace("█", " ").split())  # the modal's border, its wrapped lines

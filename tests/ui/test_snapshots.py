@@ -5,12 +5,10 @@ Review a change in snapshot_report.html before accepting it with `pytest --snaps
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.app import App
-from textual.screen import Screen
 
 from gpuwizard.detect.recording import recorded_host
 from gpuwizard.doctor.diagnose import diagnose
@@ -25,19 +23,21 @@ from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner import events as ev
-from gpuwizard.screens.detect import DetectScreen
+from gpuwizard.runner.events import StopReason
+from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.doctor import DoctorScreen
-from gpuwizard.screens.done import DoneScreen
-from gpuwizard.screens.export import ExportScreen
+from gpuwizard.screens.done import DoneView
+from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.help import HelpScreen
-from gpuwizard.screens.install import InstallScreen
+from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
-from gpuwizard.screens.reboot import RebootScreen
-from gpuwizard.screens.recommend import RecommendScreen
-from gpuwizard.screens.resume import ResumeScreen
-from gpuwizard.screens.review import ReviewScreen
-from gpuwizard.screens.verify import VerifyScreen
+from gpuwizard.screens.reboot import RebootView
+from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.resume import ResumeView
+from gpuwizard.screens.review import ReviewView
+from gpuwizard.screens.verify import VerifyView
 from tests.conftest import facts_of, profile_dir
+from tests.ui.pilots import FakeRun, ViewHarness, until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 TABLE = load_table()
@@ -50,63 +50,16 @@ def recommendation() -> Recommendation:
     return result
 
 
-class FakeRun:
-    """A RunControl that replays scripted events once."""
-
-    def __init__(
-        self, events: list[ev.RunEvent], journal: list[tuple[str, str, str]] | None = None
-    ) -> None:
-        self.events = events
-        self.journal = journal or []
-
-    def start(self, one_step: bool) -> bool:
-        return True
-
-    def running(self) -> bool:
-        return False
-
-    def poll(self) -> list[ev.RunEvent]:
-        events, self.events = self.events, []
-        return events
-
-    def skip(self, step_id: str) -> None:
-        pass
-
-    def send_secret(self, value: str) -> None:
-        pass
-
-    def journal_steps(self) -> list[tuple[str, str, str]]:
-        return self.journal
-
-    @property
-    def logs_hint(self) -> str:
-        return "/var/lib/gpuwizard/logs"
-
-
-class Harness(App[None]):
-    """Mounts one screen, with the wizard's title, for a snapshot."""
-
-    TITLE = "gpuwizard"
-    SUB_TITLE = "SIMULATION: a100x4-ubuntu2004-fresh"
-
-    def __init__(self, screen: Screen[Any]) -> None:
-        super().__init__()
-        self.shown = screen
-
-    def on_mount(self) -> None:
-        self.push_screen(self.shown)
-
-
 def plan():  # type: ignore[no-untyped-def]
     return plan_for(FACTS, recommendation(), Options(), TABLE)[1]
 
 
-def export_screen(note: str | None = None) -> ExportScreen:
+def export_view(note: str | None = None) -> ExportView:
     """The Export screen on the plan above, writing nowhere."""
     selection, made = plan_for(FACTS, recommendation(), Options(), TABLE)
     source = ExportSource(made, selection, FACTS, version="0.1.0")
     formats = [(f.name, f.title) for f in FORMATS.values()]
-    return ExportScreen(
+    return ExportView(
         formats, lambda name: render(source, name), lambda d, f: [], "/root/gpuwizard-export", note
     )
 
@@ -130,7 +83,7 @@ FAILED_RUN: list[ev.RunEvent] = [
     ev.StepFinished(
         "upgrade-kernel", False, "exited 100", "/var/lib/gpuwizard/logs/run-1/upgrade-kernel.log"
     ),
-    ev.RunStopped("failed", "exited 100", "upgrade-kernel"),
+    ev.RunStopped(StopReason.FAILED, "exited 100", "upgrade-kernel"),
 ]
 
 
@@ -139,25 +92,62 @@ def doctor_report(profile: str) -> Report:
     return diagnose(recorded_host(profile_dir(profile)), Path("/nonexistent/gpuwizard")).report
 
 
-RESUMED = [  # the journal after the first reboot: what ran shows as done
-    ("upgrade-kernel", "done", "running the newest kernel"),
-    ("reboot-kernel", "done", "nothing waits for a reboot"),
+NOW = datetime(2026, 12, 3, 10, 0, 0, tzinfo=timezone.utc)
+STARTED = ev.RunStarted("run-1", 100, None, ())
+RESUMED: list[ev.RunEvent] = [  # the run after the first reboot: what ran shows as done
+    STARTED,
+    ev.StepFinished("upgrade-kernel", True, "running the newest kernel"),
+    ev.StepFinished("reboot-kernel", True, "nothing waits for a reboot"),
+    ev.RunStopped(StopReason.PAUSED, "checked after the reboot; waiting for your go-ahead"),
+]
+BEFORE_REBOOT: list[ev.RunEvent] = [
+    STARTED,
+    *(ev.StepFinished(step, True, "done") for step in ("upgrade-kernel", "reboot-kernel")),
+    ev.StepAwaitingReboot("blacklist-nouveau", "takes effect at the next boot"),
+    *(
+        ev.StepFinished(step, True, "done")
+        for step in ("install-nvidia-driver", "enable-persistence")
+    ),
+    ev.RebootRequested("reboot", "boot-a", 1, "the driver loads at boot"),
+    ev.RunStopped(StopReason.REBOOT, "reboot needed", "reboot"),
+]
+CHECKED: list[ev.RunEvent] = [
+    *BEFORE_REBOOT,
+    STARTED,
+    ev.RebootDetected("boot-a", "boot-b"),
+    ev.StepFinished("blacklist-nouveau", True, "nouveau is not loaded"),
+    ev.StepFinished("reboot", True, "nothing waits for a reboot"),
+    ev.RunStopped(StopReason.PAUSED, "checked after the reboot; waiting for your go-ahead"),
+]
+CHECK_STOPPED: list[ev.RunEvent] = [
+    *BEFORE_REBOOT,
+    STARTED,
+    ev.RunStopped(
+        StopReason.BOOT_UNKNOWN,
+        "the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again",
+        "reboot",
+    ),
 ]
 
+
+def install(events: list[ev.RunEvent]) -> InstallView:
+    return InstallView(plan(), FakeRun(events), attach=False, now=lambda: NOW)
+
+
 SCREENS = {
-    "detect": lambda: DetectScreen(FACTS, assess(FACTS, TABLE), can_continue=True),
-    "recommend": lambda: RecommendScreen(recommendation(), Choices(), Options(), lambda c, o: recommendation(), ["2.14.1", "2.13.0"]),
-    "review": lambda: ReviewScreen(plan()),
-    "install-waiting": lambda: InstallScreen(plan(), FakeRun([]), attach=False, clock=lambda: 0.0),
-    "install-failed": lambda: InstallScreen(plan(), FakeRun(FAILED_RUN), attach=False, clock=lambda: 0.0),
-    "install-resumed": lambda: InstallScreen(plan(), FakeRun([], RESUMED), attach=False, clock=lambda: 0.0),
-    "reboot": lambda: RebootScreen("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
-    "resume": lambda: ResumeScreen([("Disable the nouveau driver", "done", "nouveau is not loaded"), ("Reboot", "done", "nothing waits for a reboot")], "Install a newer Python"),
-    "resume-stopped": lambda: ResumeScreen([], "Reboot", rebooted=False, problem="the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"),
-    "verify": lambda: VerifyScreen(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),
-    "export": export_screen,
-    "export-set-up-already": lambda: export_screen(ALREADY_SET_UP),
-    "done": lambda: DoneScreen(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs"),
+    "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
+    "recommend": lambda: RecommendView(recommendation(), Choices(), Options(), lambda c, o: recommendation(), ["2.14.1", "2.13.0"]),
+    "review": lambda: ReviewView(plan()),
+    "install-waiting": lambda: install([]),
+    "install-failed": lambda: install([STARTED, *FAILED_RUN]),
+    "install-resumed": lambda: install(RESUMED),
+    "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
+    "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
+    "resume-stopped": lambda: ResumeView(plan(), FakeRun(CHECK_STOPPED)),
+    "verify": lambda: VerifyView(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),
+    "export": export_view,
+    "export-set-up-already": lambda: export_view(ALREADY_SET_UP),
+    "done": lambda: DoneView(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs"),
     "help": lambda: HelpScreen("/var/lib/gpuwizard", simulated=True),
     "secret": lambda: SecretScreen("One-time MOK password (8-16 characters)"),
     "quit-running": lambda: QuitScreen(running=True),
@@ -169,4 +159,10 @@ SCREENS = {
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("name", list(SCREENS))
 def test_screen_looks_right(snap_compare, name, size):  # type: ignore[no-untyped-def]
-    assert snap_compare(Harness(SCREENS[name]()), terminal_size=size)
+    async def settled(pilot) -> None:  # type: ignore[no-untyped-def]
+        """The view has folded its run's history (install) or its check (resume)."""
+        view = pilot.app.shell.view
+        await until(pilot, lambda: getattr(view, "replayed", True) and getattr(view, "done", True))
+        await pilot.pause()
+
+    assert snap_compare(ViewHarness(SCREENS[name]()), terminal_size=size, run_before=settled)

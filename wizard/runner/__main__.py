@@ -31,6 +31,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--check-only", action="store_true", help="verify what waited for a reboot; run nothing"
     )
+    parser.add_argument(
+        "--reboot-now", action="store_true", help="carry out the reboot the run waits for"
+    )
     return parser.parse_args(argv)
 
 
@@ -41,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     host = local_host()
     options = SessionOptions(
-        yes=args.yes, owner_uid=args.owner, one_step=args.one_step, check_only=args.check_only
+        yes=args.yes,
+        owner_uid=args.owner,
+        one_step=args.one_step,
+        check_only=args.check_only,
+        reboot_now=args.reboot_now,
     )
     return run_session(lambda: host, Tools(), args.state, options)
 

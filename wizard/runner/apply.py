@@ -14,6 +14,7 @@ Everything it touches is injected, so every path is tested without a system.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -33,6 +34,7 @@ from gpuwizard.runner.events import (
     StepFinished,
     StepSkipped,
     StepStarted,
+    StopReason,
 )
 from gpuwizard.runner.executor import Outcome
 from gpuwizard.runner.journal import (
@@ -45,6 +47,7 @@ from gpuwizard.runner.journal import (
 )
 from gpuwizard.steps.base import PlanError, Step
 
+REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
 ExitKind = Literal["done", "failed", "reboot", "changed", "stopped", "paused"]
 StepOutcome = Literal["continue", "failed", "reboot", "changed", "stopped"]
 StepRun = Generator[RunEvent, None, StepOutcome]
@@ -64,6 +67,8 @@ class Applier:
     """Stop after one step that did work (the TUI confirms each step)."""
     check_only: bool = False
     """Only judge a reboot and verify the steps that waited for it, then stop."""
+    reboot_now: bool = False
+    """Carry out the reboot the journal waits for (the person confirmed it), then stop."""
     exit: ExitKind = "stopped"
     reboot_missed: bool = False
     """The reboot asked for last time did not happen (same boot_id): it is offered again."""
@@ -77,15 +82,17 @@ class Applier:
         pending = self.journal.data.reboot
         if self.journal.data.machine_id and facts.machine_id != self.journal.data.machine_id:
             why = "the machine-id changed since this run began: this state belongs to another machine (a cloned disk?)"
-            yield RunStopped("other-machine", why)
+            yield RunStopped(StopReason.OTHER_MACHINE, why)
             return "stopped"
         if pending is None:
             return None
         if facts.boot.boot_id is None or pending.boot_id_before is None:
             why = "the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"
-            yield RunStopped("boot-unknown", why, pending.step)
+            yield RunStopped(StopReason.BOOT_UNKNOWN, why, pending.step)
             return "stopped"
         if facts.boot.boot_id == pending.boot_id_before:
+            if self.reboot_now:
+                return (yield from self.carry_out_reboot(pending))
             self.offer_reboot_again(pending)
             return None
         yield RebootDetected(pending.boot_id_before, facts.boot.boot_id)
@@ -93,10 +100,32 @@ class Applier:
         self.journal.set(reboot=None)  # last: a crash before this verifies the same boot again
         if failures:
             yield RunStopped(
-                "failed", f"{failures[0][1]}; stopping rather than reboot again", failures[0][0]
+                StopReason.FAILED,
+                f"{failures[0][1]}; stopping rather than reboot again",
+                failures[0][0],
             )
             return "failed"
         return None
+
+    def carry_out_reboot(self, pending: RebootRecord) -> Generator[RunEvent, None, ExitKind]:
+        """Run the reboot step's command: the machine goes down with this process, or says why
+        it did not."""
+        planned = next(s for s in self.journal.data.plan.steps if s.id == pending.step)
+        if pending.commanded_at is not None:  # the last reboot command changed nothing (T02)
+            still = self.steps[planned.id].check(self.probe()).reason
+            why = f"{REBOOT_MISSED}; still: {still}"
+            yield RebootRequested(planned.id, pending.boot_id_before, pending.attempt, why)
+        self.journal.set(reboot=dataclasses.replace(pending, commanded_at=now()))
+        failpoint("reboot.before_cmd")
+        yield ActionStarted(planned.id, 0, planned.actions[0].display())
+        outcome = self.execute(planned.id, planned.actions[0])
+        yield ActionFinished(planned.id, 0, outcome.ok, outcome.result)
+        if not outcome.ok:
+            why = f"the reboot command failed: {outcome.result}; reboot by hand, then run gpuwizard"
+            yield RunStopped(StopReason.FAILED, why, planned.id)
+            return "failed"
+        yield RunStopped(StopReason.REBOOT, "rebooting", planned.id)
+        return "reboot"
 
     def offer_reboot_again(self, pending: RebootRecord) -> None:
         """Same boot_id: the reboot did not happen; its step waits again and runs again (T02)."""
@@ -145,7 +174,9 @@ class Applier:
             return False
         why = failures[0][1] if failures else f"{unfinished[0].id}: {unfinished[0].reason}"
         yield RunStopped(
-            "failed", f"{why}; it waits for a reboot that no step asked for", unfinished[0].id
+            StopReason.FAILED,
+            f"{why}; it waits for a reboot that no step asked for",
+            unfinished[0].id,
         )
         return True
 
@@ -156,9 +187,11 @@ class Applier:
         if stop is not None:
             self.exit = stop
             return
-        if self.check_only:
+        if self.check_only or self.reboot_now:
             self.exit = "paused"
-            yield RunStopped("paused", "checked after the reboot; waiting for your go-ahead")
+            yield RunStopped(
+                StopReason.PAUSED, "checked after the reboot; waiting for your go-ahead"
+            )
             return
         for planned in self.journal.data.plan.steps:
             record = self.journal.data.record(planned.id)
@@ -179,7 +212,7 @@ class Applier:
             ):
                 self.exit = "paused"
                 yield RunStopped(
-                    "paused", "waiting for your go-ahead for the next step", planned.id
+                    StopReason.PAUSED, "waiting for your go-ahead for the next step", planned.id
                 )
                 return
         if (yield from self.verify_leftovers()):
@@ -211,11 +244,11 @@ class Applier:
             except PlanError as error:
                 self.journal.update(planned.id, state="failed", reason=str(error))
                 yield StepFinished(planned.id, False, str(error))
-                yield RunStopped("failed", str(error), planned.id)
+                yield RunStopped(StopReason.FAILED, str(error), planned.id)
                 return "failed"
             if fresh != planned.actions and record.attempts == 0:
                 why = f"the host changed since you reviewed the plan: {step.check(facts).reason}; review the plan again"
-                yield RunStopped("changed", why, planned.id)
+                yield RunStopped(StopReason.CHANGED, why, planned.id)
                 return "changed"
         if planned.reboot:
             return (yield from self.request_reboot(planned, record, facts))
@@ -232,7 +265,7 @@ class Applier:
                 why = outcome.result + (f"; restored {', '.join(restored)}" if restored else "")
                 self.journal.update(planned.id, state="failed", reason=why, next_action=0)
                 yield StepFinished(planned.id, False, why, self.log_path(planned.id))
-                yield RunStopped("failed", why, planned.id)
+                yield RunStopped(StopReason.FAILED, why, planned.id)
                 return "failed"
             self.journal.update(planned.id, next_action=index + 1)
         return (yield from self.finish_step(step, planned))
@@ -255,7 +288,7 @@ class Applier:
         if not check.satisfied:
             self.journal.update(planned.id, state="failed", reason=check.reason, next_action=0)
             yield StepFinished(planned.id, False, check.reason, self.log_path(planned.id))
-            yield RunStopped("failed", check.reason, planned.id)
+            yield RunStopped(StopReason.FAILED, check.reason, planned.id)
             return "failed"
         self.journal.update(planned.id, state="done", reason=check.reason, next_action=0)
         yield StepFinished(planned.id, True, check.reason, self.log_path(planned.id))
@@ -267,14 +300,14 @@ class Applier:
             why = f"rebooted {record.reboots} times and still: {still}; stopping here rather than loop"
             self.journal.update(planned.id, state="failed", reason=why)
             yield StepFinished(planned.id, False, why)
-            yield RunStopped("failed", why, planned.id)
+            yield RunStopped(StopReason.FAILED, why, planned.id)
             return "failed"
         if facts.boot.boot_id is None:
             why = (
                 "the boot_id cannot be read, so a reboot could not be confirmed afterwards; "
                 "check /proc/sys/kernel/random/boot_id, then run again"
             )
-            yield RunStopped("boot-unknown", why, planned.id)
+            yield RunStopped(StopReason.BOOT_UNKNOWN, why, planned.id)
             return "stopped"
         reason = self.steps[planned.id].check(facts).reason
         if self.reboot_missed:
@@ -294,5 +327,5 @@ class Applier:
             yield ActionStarted(planned.id, 0, planned.actions[0].display())
             outcome = self.execute(planned.id, planned.actions[0])
             yield ActionFinished(planned.id, 0, outcome.ok, outcome.result)
-        yield RunStopped("reboot", f"reboot needed: {reason}", planned.id)
+        yield RunStopped(StopReason.REBOOT, f"reboot needed: {reason}", planned.id)
         return "reboot"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import Enum
 from typing import ClassVar
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
@@ -117,12 +118,29 @@ class RebootRequested:
     reason: str
 
 
+class StopReason(str, Enum):
+    """Why a runner stopped before the end; the values are what events.jsonl has always held."""
+
+    PAUSED = "paused"
+    """One step done (or the check after a reboot): waiting for the person's go-ahead."""
+    REBOOT = "reboot"
+    FAILED = "failed"
+    CHANGED = "changed"
+    """The host changed since the plan was reviewed: plan and review again."""
+    STOPPED = "stopped"
+    BOOT_UNKNOWN = "boot-unknown"
+    OTHER_MACHINE = "other-machine"
+    CRASHED = "crashed"
+    NO_RUNNER = "no-runner"
+    """Written by a front end: the runner never came up."""
+
+
 @dataclass(frozen=True)
 class RunStopped:
     """The runner stopped before the end: a failure, a reboot to confirm, a changed host."""
 
     KIND: ClassVar[str] = "run-stopped"
-    reason: str
+    reason: StopReason
     why: str
     step: str | None = None
 

@@ -51,6 +51,8 @@ class RebootRecord:
     boot_id_before: str | None
     requested_at: str
     attempt: int
+    commanded_at: str | None = None
+    """When the reboot command ran; set with an unchanged boot_id, the reboot did not happen."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from gpuwizard.paths import LOGIN_BANNER
 from gpuwizard.plan import SecretRef
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.apply import Applier
+from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.journal import Journal, JournalError, now
@@ -103,6 +104,8 @@ class SessionOptions:
     """Run one step that needs work, then stop (the TUI asks before each step)."""
     check_only: bool = False
     """Verify what waited for a reboot, run nothing."""
+    reboot_now: bool = False
+    """Carry out the reboot the journal waits for (the person confirmed it)."""
 
 
 _DEFAULTS = SessionOptions()
@@ -110,6 +113,8 @@ _DEFAULTS = SessionOptions()
 
 def update_banner(host: Host, journal: Journal, why: str) -> None:
     path = host.path(LOGIN_BANNER)
+    if not path.parent.is_dir():
+        return  # no /etc/profile.d: no login shell would read a banner there
     try:
         if journal.data.finished:
             path.unlink(missing_ok=True)
@@ -173,6 +178,7 @@ def _run_locked(
         reboot_confirmed=options.yes,
         one_step=options.one_step,
         check_only=options.check_only,
+        reboot_now=options.reboot_now,
         restore=executor.restore,
         log_path=lambda step: str(executor.log_path(step)),
     )
@@ -195,12 +201,12 @@ def _run_locked(
     except JournalError as error:
         # The record cannot be kept (disk full, I/O error): stop rather than go on unrecorded (T34).
         why = str(error)
-        log.emit(ev.RunStopped("failed", why, current_step[0] or None))
+        log.emit(ev.RunStopped(StopReason.FAILED, why, current_step[0] or None))
         applier.exit = "failed"
     except Exception as error:
         # A bug must still end the run cleanly: say so in the events, keep the traceback in runner.log.
         why = f"gpuwizard stopped on an internal error ({type(error).__name__}: {error}); details in runner.log"
-        log.emit(ev.RunStopped("crashed", why, current_step[0] or None))
+        log.emit(ev.RunStopped(StopReason.CRASHED, why, current_step[0] or None))
         traceback.print_exc()
         applier.exit = "failed"
     update_banner(host, journal, why)

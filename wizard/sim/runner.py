@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--yes", action="store_true")
     parser.add_argument("--one-step", action="store_true")
     parser.add_argument("--check-only", action="store_true")
+    parser.add_argument("--reboot-now", action="store_true")
     args = parser.parse_args(argv)
     os.umask(0o022)  # as the real runner: the simulated machine gets the same modes
     place = place_for(args.profile, args.home)
@@ -38,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         lambda: sandbox_host(place.sandbox),
         tools,
         place.state_dir,
-        SessionOptions(yes=args.yes, one_step=args.one_step, check_only=args.check_only),
+        SessionOptions(
+            yes=args.yes,
+            one_step=args.one_step,
+            check_only=args.check_only,
+            reboot_now=args.reboot_now,
+        ),
     )
 
 

@@ -1,0 +1,59 @@
+"""The wizard's one screen: a Header, the view of the stage the wizard is at, and a Footer.
+
+Stages change by swapping the view inside this screen, one awaited swap at a time, from the one
+task that applies the state machine's transitions (gpuwizard.app). Nothing pops or pushes
+screens for a stage change, so no Header is ever torn down while its title update is still
+queued (Textual issue #4258), and a key pressed during a swap reaches the new view once it is
+mounted, never a view on its way out. Modal screens (help, doctor, quit, secret) open above.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+
+from gpuwizard.setup.flow import Answer
+
+
+class StageView(Vertical, can_focus=True):
+    """One stage's content and keys. It answers through ``answer``; it never switches stages."""
+
+    DEFAULT_CSS = "StageView { height: 1fr; }"
+
+    def answer(self, answer: Answer) -> None:
+        self.post_message(Answered(answer, self))
+
+
+class Answered(Message):
+    """A view's answer, for the task that applies transitions (it bubbles up to the app)."""
+
+    def __init__(self, answer: Answer, view: StageView) -> None:
+        super().__init__()
+        self.answer = answer
+        self.view = view
+
+
+class StageShell(Screen[None]):
+    DEFAULT_CSS = "StageShell #stage { height: 1fr; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view: StageView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Vertical(id="stage")
+        yield Footer()
+
+    async def show(self, view: StageView) -> None:
+        """Replace the stage's view; returns once the new one is mounted and has the focus."""
+        box = self.query_one("#stage", Vertical)
+        await box.remove_children()
+        self.view = view
+        await box.mount(view)
+        # As a screen does on showing (AUTO_FOCUS): its first focusable widget, else the view.
+        focusable = [widget for widget in view.query("*") if widget.focusable]
+        (focusable[0] if focusable else view).focus()

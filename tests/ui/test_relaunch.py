@@ -1,0 +1,104 @@
+"""The wizard opened again over the same state, as a person does after a reboot, an SSH drop or
+a quit: each launch is a new app (and, in tmux, a new process) that must land where the run
+really is, never on a reboot that already happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from gpuwizard.app import GpuWizardApp
+from gpuwizard.runner.journal import Journal
+from gpuwizard.runner.layout import JOURNAL
+from gpuwizard.screens.benchmark import BenchmarkView
+from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.export import ExportView
+from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.reboot import RebootView
+from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.resume import ResumeView
+from gpuwizard.screens.review import ReviewView
+from gpuwizard.screens.shell import StageView
+from gpuwizard.screens.verify import VerifyView
+from gpuwizard.sim.backend import sim_backend
+from gpuwizard.sim.sandbox import place_for
+from tests.cli.helpers import gpuwizard
+from tests.ui.pilots import shows, until, view_of
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+PROFILE = "h100x8-ubuntu2204-fresh"
+
+
+class ViewLog:
+    """Every stage view the app showed, in order (one shown for a moment counts too)."""
+
+    def __init__(self) -> None:
+        self.shown: list[type] = []
+
+    def hook(self, message: object) -> None:
+        view = getattr(message, "_sender", None)
+        if type(message).__name__ == "Mount" and isinstance(view, StageView):
+            self.shown.append(type(view))
+
+
+def journal(home: Path) -> Journal:
+    return Journal.load(place_for(PROFILE, home / "gpuwizard").state_dir / JOURNAL)
+
+
+async def settle(pilot: Pilot[object]) -> None:
+    """Let the screen's follower replay the run's whole history."""
+    await pilot.pause(1.0)
+
+
+async def test_after_a_reboot_every_launch_resumes_and_none_offers_the_reboot_again(
+    home: Path,
+) -> None:
+    assert gpuwizard(home, "--simulate", PROFILE, "apply", "--yes").returncode == 10
+    waited = [r.id for r in journal(home).data.steps if r.state == "awaiting_reboot"]
+    assert waited, "the run stopped for a reboot with steps waiting for it"
+    for launch in range(3):
+        log = ViewLog()
+        app = GpuWizardApp(sim_backend(PROFILE, home=home / "gpuwizard"))
+        async with app.run_test(size=(100, 32), message_hook=log.hook) as pilot:
+            if launch == 0:
+                await until(pilot, shows(pilot, ResumeView))
+                await until(pilot, lambda: view_of(pilot).done)  # type: ignore[attr-defined]
+                titles = {s.id: s.title for s in journal(home).data.plan.steps}
+                checked = [title for title, _, _ in view_of(pilot).checked]  # type: ignore[attr-defined]
+                assert checked == [titles[step] for step in waited]
+                await pilot.press("enter")
+            await until(pilot, shows(pilot, InstallView))
+            await settle(pilot)
+            assert isinstance(view_of(pilot), InstallView), log.shown
+            expected = next(r.id for r in journal(home).data.steps if r.state == "pending")
+            assert view_of(pilot).current == expected  # type: ignore[attr-defined]
+            await pilot.press("q")
+        assert RebootView not in log.shown, f"launch {launch + 1}: {log.shown}"
+
+
+async def test_opened_again_on_a_set_up_machine_the_export_is_the_setup_that_ran(
+    home: Path,
+) -> None:
+    """Restored from e86b840, where it was dropped because its first Enter was lost in CI."""
+    for _ in range(2):  # gpuwizard apply --yes: install, reboot, finish
+        gpuwizard(home, "--simulate", "t4-debian12-fresh", "apply", "--yes")
+    app = GpuWizardApp(sim_backend("t4-debian12-fresh", home=home / "gpuwizard"))
+    async with app.run_test(size=(100, 32)) as pilot:
+        steps = (
+            (DetectView, "enter"),
+            (RecommendView, "c"),
+            (ReviewView, "s"),
+            (InstallView, "a"),
+            (VerifyView, "enter"),
+            (BenchmarkView, "s"),
+        )
+        for screen, key in steps:
+            await until(pilot, shows(pilot, screen))
+            await pilot.press(key)
+        await until(pilot, shows(pilot, ExportView))
+        screen = view_of(pilot)
+        assert screen.note and "earlier run" in screen.note  # type: ignore[attr-defined]
+        files = screen.render_format("script")  # type: ignore[attr-defined]
+        assert "install-nvidia-driver" in files[0].content, "the plan that set the machine up"

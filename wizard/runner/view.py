@@ -1,0 +1,154 @@
+"""What a run looks like now: one pure fold of its events, for every front end.
+
+The TUI's install and resume screens and ``apply``'s printer render a ``RunView``; none keeps a
+fold of its own. State is level-triggered: replaying events.jsonl from offset 0 gives the same
+view as having watched it live, so attaching, reattaching and relaunching are the same code.
+A ``RunStarted`` begins a new invocation of the runner and clears the ending: an old
+``RebootRequested`` in the history is never the current run's ending. The view never decides
+where the wizard goes next (gpuwizard.setup.flow does, from the journal on disk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from gpuwizard.plan import assert_never
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.events import StopReason
+
+StepStatus = Literal["pending", "running", "done", "failed", "skipped", "awaiting_reboot"]
+TAIL_LINES = 20
+"""Lines of the running step's output the view keeps (for the known-error hint)."""
+
+
+@dataclass(frozen=True)
+class StepView:
+    status: StepStatus = "pending"
+    reason: str = ""
+    started: str | None = None
+    """When its current attempt began (the event's time stamp, ISO 8601)."""
+    log: str | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    ok: bool
+    summary: str
+
+
+@dataclass(frozen=True)
+class Stopped:
+    reason: StopReason
+    why: str
+    step: str | None
+
+
+@dataclass(frozen=True)
+class RebootAsked:
+    step: str
+    boot_id: str | None
+    reason: str
+
+
+Ending = Finished | Stopped | RebootAsked
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str | None = None
+    steps: Mapping[str, StepView] = field(default_factory=dict)
+    current: str | None = None
+    """The step running now, or the last one that ran."""
+    command: str | None = None
+    """The command the current step runs now."""
+    tail: tuple[str, ...] = ()
+    dropped: int = 0
+    """Output lines left out of the events during a flood (the log file has them)."""
+    prompt: ev.PromptShown | None = None
+    """A question the runner waits on (a secret), until the step moves on."""
+    invocation: int = 0
+    """How many times a runner started on this run (the TUI starts one per step)."""
+    ending: Ending | None = None
+    """How the newest invocation ended; None while it runs (or before any ran)."""
+    rebooted: bool = False
+    """The newest invocation found that the machine rebooted."""
+    checked: tuple[ev.StepFinished, ...] = ()
+    """What the newest invocation verified after finding the reboot."""
+
+    @property
+    def running(self) -> bool:
+        return self.invocation > 0 and self.ending is None
+
+    def status(self, step: str) -> StepStatus:
+        return self.steps.get(step, StepView()).status
+
+
+def _step(view: RunView, step: str, **changes: object) -> RunView:
+    steps = dict(view.steps)
+    steps[step] = replace(steps.get(step, StepView()), **changes)  # type: ignore[arg-type]
+    return replace(view, steps=steps)
+
+
+def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503 - exhaustive: assert_never
+    """The view after one more event."""
+    event = envelope.event
+    match event:
+        case ev.RunStarted():
+            return replace(
+                view,
+                run_id=event.run_id,
+                invocation=view.invocation + 1,
+                ending=None,
+                rebooted=False,
+                checked=(),
+                prompt=None,
+            )
+        case ev.RebootDetected():
+            return replace(view, rebooted=True)
+        case ev.StepStarted():
+            view = _step(view, event.step, status="running", reason="", started=envelope.time)
+            return replace(view, current=event.step, command=None, tail=(), prompt=None)
+        case ev.StepSkipped():
+            return _step(view, event.step, status="skipped", reason=event.reason)
+        case ev.ActionStarted():
+            return replace(view, current=event.step, command=event.command)
+        case ev.LogLines():
+            tail = (*view.tail, *event.lines)[-TAIL_LINES:]
+            return replace(view, tail=tail, dropped=view.dropped + event.dropped)
+        case ev.ActionFinished():
+            return view
+        case ev.PromptShown():
+            return replace(view, prompt=event)
+        case ev.StepAwaitingReboot():
+            return _step(view, event.step, status="awaiting_reboot", reason=event.reason)
+        case ev.StepFinished():
+            view = _step(
+                view,
+                event.step,
+                status="done" if event.ok else "failed",
+                reason=event.reason,
+                log=event.log,
+            )
+            checked = (*view.checked, event) if view.rebooted else view.checked
+            return replace(view, checked=checked, prompt=None, current=event.step)
+        case ev.RebootRequested():
+            return replace(view, ending=RebootAsked(event.step, event.boot_id, event.reason))
+        case ev.RunStopped() if event.reason is StopReason.REBOOT and isinstance(
+            view.ending, RebootAsked
+        ):
+            return view  # the reboot was asked already; its reason is the better one
+        case ev.RunStopped():
+            return replace(view, ending=Stopped(event.reason, event.why, event.step), prompt=None)
+        case ev.RunFinished():
+            return replace(view, ending=Finished(event.ok, event.summary), prompt=None)
+        case _:
+            assert_never(event)
+
+
+def view_of(envelopes: Iterable[ev.Envelope], start: RunView | None = None) -> RunView:
+    view = start or RunView()
+    for envelope in envelopes:
+        view = fold(view, envelope)
+    return view

@@ -1,0 +1,93 @@
+"""From a request to a reviewed-to-be plan: recommend, select, plan, and (replaying an answers
+file) refuse a server the answers were not made for. Pure: the table and the facts come in.
+
+Both front ends and ``gpuwizard export`` plan through here, so a request resolves the same way
+wherever it was made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwizard.export.answers import Answers, misfits
+from gpuwizard.facts import HostFacts
+from gpuwizard.plan import Plan
+from gpuwizard.planner import OptionsError, plan_for
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.result import Refusal
+from gpuwizard.recommend.table import CompatTable
+from gpuwizard.recommend.target import BadInput, target_from_facts
+from gpuwizard.selection import Selection
+from gpuwizard.setup.flow import EXIT_BAD_INPUT, EXIT_UNSUPPORTED, Planned, PlanRefused
+from gpuwizard.setup.request import SetupRequest
+from gpuwizard.steps.base import PlanError
+
+
+@dataclass(frozen=True)
+class Replay:
+    """An answers file replayed on this server (``apply --config``)."""
+
+    answers: Answers
+    accept_changes: bool = False
+    """Plan even where the answers were made for another kind of server or resolve differently."""
+
+
+def plan_request(
+    table: CompatTable, facts: HostFacts, request: SetupRequest, replay: Replay | None = None
+) -> Planned | PlanRefused:
+    try:
+        result = recommend(table, target_from_facts(facts, table), request.engine_choices)
+    except BadInput as error:  # pins are checked on the way in; this is the last guard
+        return PlanRefused(str(error), EXIT_BAD_INPUT)
+    if isinstance(result, Refusal):
+        misfit = misfits(replay.answers, facts) if replay else []
+        why = f"the answers do not fit this server: {'; '.join(misfit)}; " if misfit else ""
+        return PlanRefused(
+            f"{why}nothing to install: {result.reason}", EXIT_UNSUPPORTED, no_gpu=not result.gpus
+        )
+    try:
+        selection, plan = plan_for(facts, result, request.options, table)
+    except (OptionsError, PlanError) as error:
+        return PlanRefused(str(error), EXIT_BAD_INPUT)
+    if replay is not None and not replay.accept_changes:
+        problems = replay_problems(replay.answers, facts, plan)
+        if problems:
+            why = "the answers do not fit this server: " + "; ".join(problems)
+            return PlanRefused(
+                f"{why} (nothing was changed; pass --accept-changes to plan it anyway)",
+                EXIT_UNSUPPORTED,
+            )
+    return Planned(request, selection, plan)
+
+
+def replay_problems(answers: Answers, facts: HostFacts, plan: Plan) -> list[str]:
+    """Why answers made elsewhere do not fit here, or resolve to another plan (empty: they fit)."""
+    problems = misfits(answers, facts)
+    changed = [f"{a} -> {b}" for a, b in zip(answers.plan, plan.summary, strict=False) if a != b]
+    if len(answers.plan) != len(plan.summary) or changed:
+        problems.append(
+            "here they resolve to a different plan: " + ("; ".join(changed) or "other steps")
+        )
+    return problems
+
+
+def has_work(plan: Plan) -> bool:
+    return any(not step.satisfied for step in plan.steps)
+
+
+class PlanningError(ValueError):
+    """The request cannot be planned here; ``code`` is the exit code (2 bad input, 3 unsupported)."""
+
+    def __init__(self, refused: PlanRefused) -> None:
+        super().__init__(refused.why)
+        self.code = refused.code
+
+
+def make_plan(
+    table: CompatTable, facts: HostFacts, request: SetupRequest, replay: Replay | None = None
+) -> tuple[Plan, Selection]:
+    """``plan_request`` for callers that want the plan or an exception (export, tests)."""
+    result = plan_request(table, facts, request, replay)
+    if isinstance(result, PlanRefused):
+        raise PlanningError(result)
+    return result.plan, result.selection
