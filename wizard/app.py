@@ -25,7 +25,7 @@ from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.modals import QuitScreen
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.screens.waiting import LookingView
-from gpuwizard.setup.flow import Answer, Detect, Effect, Exit, Looking, Stage, next_stage
+from gpuwizard.setup.flow import Answer, Detect, Effect, Exit, Looking, Stage, label, next_stage
 from gpuwizard.setup.request import SetupRequest
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ class GpuWizardApp(App[str]):
         while not self.answers.empty():  # answers to the view that is going away
             self.answers.get_nowait()
         await self.shell.show(view_for(stage, driver, self.ssh_hint))
+        self.title = f"gpuwizard · {label(stage)}"  # once its view is on show and takes keys
         return stage
 
     async def on_unmount(self) -> None:

@@ -329,6 +329,7 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
 def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
     stage: flow.Stage = flow.Looking(request.setup)
     effects: tuple[flow.Effect, ...] = (flow.Detect(),)
+    picked_up = False
     while True:
         answer: flow.Answer | None = None
         for effect in effects:
@@ -350,6 +351,10 @@ def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: 
                 return scripted
             answer = scripted
         stage, effects = flow.next_stage(stage, answer)
+        if not picked_up and isinstance(answer, flow.Looked):
+            picked_up = True
+            if answer.disk.journal is not None:  # a setup began here before: say where it stands
+                out.write(f"==> where it stands: {flow.label(stage)}\n")
 
 
 def finish(effect: flow.Exit, out: TextIO) -> int:

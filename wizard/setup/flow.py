@@ -163,6 +163,39 @@ Stage = (
 )
 
 
+def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: assert_never
+    """The stage's name for people: the TUI's title says it, ``apply`` says where it picks up."""
+    match stage:
+        case Looking():
+            return "Looking"
+        case Showing():
+            return "This machine"
+        case Choosing():
+            return "Choose"
+        case Reviewing():
+            return "Review"
+        case Installing():
+            return "Install"
+        case Watching():
+            return "Watching"
+        case AwaitingReboot():
+            return "Reboot"
+        case Resuming():
+            return "After the reboot"
+        case Verifying():
+            return "Verify"
+        case Benchmarking():
+            return "Benchmark"
+        case Exporting():
+            return "Export"
+        case Done():
+            return "Done"
+        case Refused():
+            return "Stopped"
+        case _:
+            assert_never(stage)
+
+
 # ------------------------------------------------------------------------------------ answers
 @dataclass(frozen=True)
 class Looked:

@@ -13,8 +13,9 @@ A scenario is scenario.json in the sandbox::
 A rule applies to calls of ``tool`` whose arguments contain ``match``, for the first ``times``
 calls (all when absent). It may change sandbox files (``write_file`` {path: content},
 ``remove_file`` [paths]), print ``output`` (or ``raw`` bytes, ``flood_mb`` megabytes of lines),
-show a ``prompt`` and read a line, ``sleep_s``, kill itself with ``signal``; with ``exit`` it
-ends there, otherwise the tool's normal simulated behaviour follows.
+show a ``prompt`` and read a line, ``sleep_s``, wait until the sandbox path ``wait_for``
+exists, kill itself with ``signal``; with ``exit`` it ends there, otherwise the tool's normal
+simulated behaviour follows.
 
 ``dpkg_lock``: another package manager holds the dpkg lock during the first ``calls`` package
 changes; apt-get waits ``wait_s`` for it when given ``DPkg::Lock::Timeout``, else fails as apt
@@ -45,6 +46,9 @@ class Rule:
     flood_mb: int = 0
     prompt: str = ""
     sleep_s: float = 0
+    wait_for: str = ""
+    """A sandbox path the call waits for before anything else: a test holds a step running
+    for as long as it needs, and lets it go by creating the file."""
     signal: int | None = None
     exit: int | None = None
 

@@ -34,6 +34,11 @@ LOGGED_ENV = (
 Handler = Callable[[Sandbox, SimState, list[str]], tuple[SimState, list[str], int]]
 
 
+def wait_for_gate(sandbox: Sandbox, rule: Rule) -> None:
+    while rule.wait_for and not sandbox.path(rule.wait_for).exists():
+        time.sleep(0.05)
+
+
 def change_files(sandbox: Sandbox, rule: Rule) -> None:
     for path, content in rule.write_file.items():
         effects.touch(sandbox, path, content)
@@ -441,6 +446,7 @@ def main(argv: list[str]) -> int:
     # Until this call ends dpkg is mid-way: a kill now leaves it interrupted, as on a real machine.
     sandbox.save(dataclasses.replace(state, dpkg_interrupted=state.dpkg_interrupted or busy))
     if rule is not None:
+        wait_for_gate(sandbox, rule)
         change_files(sandbox, rule)
         code = play(rule)
         if code is not None:
