@@ -273,7 +273,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if options != Options() or choices != Choices():
             raise UsageError("--config gives every choice; drop the other choice and option flags")
         answers = read_answers(args.config)
-        choices, options = answers.choices, answers.options
+        choices, options = answers.engine_choices, answers.options
     elif args.accept_changes:
         raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
