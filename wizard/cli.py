@@ -313,16 +313,8 @@ def read_answers(path: Path) -> Answers:
 
 
 def machine_for(args: argparse.Namespace) -> Machine:
-    """The simulated profile when one is named, else this machine (no root needed)."""
-    from gpuwizard.machine import Machine
-
-    if args.simulate is not None:
-        backend = backend_for(args)
-        return Machine(backend.host, backend.state_dir, backend.python_in, backend.env, True)
-    from gpuwizard.detect import local_host
-    from gpuwizard.paths import STATE_DIR
-
-    return Machine(local_host, Path(STATE_DIR))
+    """The simulated profile when one is named, else this machine (looking needs no root)."""
+    return backend_for(args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
