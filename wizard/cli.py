@@ -273,7 +273,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if options != Options() or choices != Choices():
             raise UsageError("--config gives every choice; drop the other choice and option flags")
         answers = read_answers(args.config)
-        choices, options = answers.choices, answers.options
+        choices, options = answers.engine_choices, answers.options
     elif args.accept_changes:
         raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
@@ -313,16 +313,8 @@ def read_answers(path: Path) -> Answers:
 
 
 def machine_for(args: argparse.Namespace) -> Machine:
-    """The simulated profile when one is named, else this machine (no root needed)."""
-    from gpuwizard.machine import Machine
-
-    if args.simulate is not None:
-        backend = backend_for(args)
-        return Machine(backend.host, backend.state_dir, backend.python_in, backend.env, True)
-    from gpuwizard.detect import local_host
-    from gpuwizard.paths import STATE_DIR
-
-    return Machine(local_host, Path(STATE_DIR))
+    """The simulated profile when one is named, else this machine (looking needs no root)."""
+    return backend_for(args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

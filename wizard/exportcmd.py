@@ -52,7 +52,7 @@ def parse_formats(text: str | None) -> list[str]:
 
 def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
     facts = detect_host(machine.host())
-    request = SetupRequest(answers.choices, answers.options) if answers else SetupRequest()
+    request = SetupRequest(answers.engine_choices, answers.options) if answers else SetupRequest()
     replay = Replay(answers, accept) if answers else None
     planned = plan_request(load_table(), facts, request, replay)
     if isinstance(planned, PlanRefused):

@@ -1,6 +1,7 @@
 """Dotted version numbers compared as numbers: "535.104.05" < "535.247.01", "12.10" > "12.9".
 
 Versions stay strings everywhere they are stored; this type exists only to compare them.
+A PyTorch CUDA build's name ("cu130") is read here too, once (``CudaVariant``).
 """
 
 from __future__ import annotations
@@ -67,10 +68,43 @@ def at_least(version: str, floor: str) -> bool:
     return have.parts[: len(need.parts)] >= need.parts
 
 
+_CUDA_VARIANT = re.compile(r"cu(\d\d)(\d)")
+_LOCAL_TAG = re.compile(r"\+(cu\d{3})$")
+
+
+@dataclass(frozen=True)
+class CudaVariant:
+    """A PyTorch CUDA build ("cu130") and the CUDA release it was built with (13.0).
+
+    The one place a build's name is read: what needs its CUDA release asks this type.
+    """
+
+    name: str
+    cuda: Version
+
+    @classmethod
+    def parse(cls, name: str) -> CudaVariant:
+        """ "cu126" -> CUDA 12.6, "cu130" -> 13.0; ValueError for anything else ("cpu", "rocm6.2")."""
+        found = _CUDA_VARIANT.fullmatch(name)
+        if found is None:
+            raise ValueError(f"not a CUDA build name like cu126: {name!r}")
+        major, minor = found.groups()
+        return cls(name, Version.parse(f"{int(major)}.{minor}"))
+
+    @classmethod
+    def of_wheel(cls, version: str) -> CudaVariant | None:
+        """The build named in a wheel's local tag: "2.14.1+cu130" -> cu130; None without one."""
+        found = _LOCAL_TAG.search(version)
+        return cls.parse(found.group(1)) if found else None
+
+
+def is_cuda_variant(name: str) -> bool:
+    return _CUDA_VARIANT.fullmatch(name) is not None
+
+
 def variant_cuda(variant: str) -> str:
     """ "cu126" -> "12.6", "cu130" -> "13.0", "cu118" -> "11.8"."""
-    digits = variant.removeprefix("cu")
-    return f"{digits[:-1]}.{digits[-1]}"
+    return CudaVariant.parse(variant).cuda.text
 
 
 def kernel_sort_key(release: str) -> tuple[tuple[int, str], ...]:

@@ -51,7 +51,7 @@ def test_one_format_without_a_folder_goes_to_stdout(tmp_path: Path) -> None:
     done = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers")
     assert done.returncode == 0, done.stderr
     answers = load_answers(done.stdout)
-    assert answers.choices == source_for(H100).choices
+    assert answers.engine_choices == source_for(H100).choices
     assert answers.plan == source_for(H100).plan.summary
     assert not any(tmp_path.glob("gpuwizard-export*")), "nothing written"
 

@@ -171,7 +171,11 @@ ANSWERS = {
     "a number": ("42\n", "expected a mapping of answers"),
     "newer schema": (
         answers_text(schema=9, gpuwizard="9.1.0"),
-        "schema 9 was written by gpuwizard 9.1.0; this is gpuwizard 0.1.0 (schema 1): upgrade",
+        "schema 9 was written by gpuwizard 9.1.0; this is gpuwizard 0.1.0 (schema 2): upgrade",
+    ),
+    "schema 1, nvcc wished twice, differently": (
+        answers_text(schema=1, choices__needs_nvcc=True),
+        "choices.needs_nvcc (true) and options.needs_nvcc (false) disagree: keep the one you mean",
     ),
     "schema as text": (answers_text(schema="1"), "schema: expected a whole number"),
     "schema as bool": (answers_text(schema=True), "schema: expected a whole number"),

@@ -29,7 +29,7 @@ def test_answers_match_their_golden_file(profile: str) -> None:
 def test_answers_round_trip_to_the_same_choices(profile: str) -> None:
     source = source_for(profile)
     loaded = load_answers(render_answers(source))
-    assert loaded.choices == source.choices
+    assert loaded.engine_choices == source.choices
     assert loaded.options == source.options
     assert loaded.plan == source.plan.summary
     assert loaded.made_on.architecture == source.facts.hardware.gpus[0].model.arch
@@ -49,8 +49,9 @@ def test_every_option_is_written_out_and_every_version_is_a_quoted_string() -> N
     ("edit", "message"),
     [
         (lambda t: "- 1\n", "expected a mapping of answers"),
-        (lambda t: t.replace("schema: 1", "schema: 9"), "schema 9 was written by gpuwizard 0.1.0; this is gpuwizard 0.1.0 (schema 1): upgrade"),
-        (lambda t: t.replace("schema: 1", 'schema: "1"'), "schema: expected a whole number"),
+        (lambda t: t.replace("schema: 2", "schema: 9"), "schema 9 was written by gpuwizard 0.1.0; this is gpuwizard 0.1.0 (schema 2): upgrade"),
+        (lambda t: t.replace("schema: 2", 'schema: "2"'), "schema: expected a whole number"),
+        (lambda t: t.replace("keep_driver: false", "keep_driver: false\n  needs_nvcc: true"), "choices.needs_nvcc: unknown field"),
         (lambda t: t.replace('"2.14.1"', "2.141"), "choices.torch: expected a string, got the number 2.141 (quote it"),
         (lambda t: t.replace('"2.14.1"', '"2.14.x"'), "choices.torch '2.14.x': expected a version like 2.14.1"),
         (lambda t: t.replace('"cu130"', '"rocm6.2"'), "choices.variant 'rocm6.2': expected a CUDA build name like cu126"),
@@ -73,8 +74,44 @@ def test_a_bad_or_hostile_file_is_one_line_naming_the_field(edit, message: str) 
     assert "\n" not in str(raised.value)
 
 
-def test_an_older_schema_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The chain runs step by step; schema 1 is the first, so this stages a future bump."""
+def schema_1(text: str, in_choices: bool, in_options: bool) -> str:
+    """A schema 1 file as gpuwizard 0.1.0 wrote it: the nvcc wish in choices and in options."""
+    old = text.replace("schema: 2", "schema: 1")
+    old = old.replace(
+        "keep_driver: false", f"keep_driver: false\n  needs_nvcc: {str(in_choices).lower()}"
+    )
+    return re.sub(
+        r"needs_nvcc: (true|false)\n  cudnn", f"needs_nvcc: {str(in_options).lower()}\n  cudnn", old
+    )
+
+
+@pytest.mark.parametrize("nvcc", [False, True])
+def test_a_schema_1_file_that_says_nvcc_twice_the_same_way_loads_as_schema_2(nvcc: bool) -> None:
+    options = Options(needs_nvcc=nvcc)
+    text = render_answers(source_for("h100x8-ubuntu2204-fresh", options, Choices(needs_nvcc=nvcc)))
+    assert "schema: 2" in text and text.count("needs_nvcc") == 1
+    old = schema_1(text, nvcc, nvcc)
+    assert old.count("needs_nvcc") == 2 and "schema: 1" in old
+    loaded = load_answers(old)
+    assert loaded == load_answers(text)
+    assert loaded.engine_choices.needs_nvcc is nvcc and loaded.schema == 2
+
+
+@pytest.mark.parametrize(("in_choices", "in_options"), [(True, False), (False, True)])
+def test_a_schema_1_file_whose_two_nvcc_wishes_disagree_is_refused(
+    in_choices: bool, in_options: bool
+) -> None:
+    old = schema_1(render_answers(source_for("h100x8-ubuntu2204-fresh")), in_choices, in_options)
+    with pytest.raises(AnswersError) as refused:
+        load_answers(old)
+    assert str(refused.value) == (
+        f"choices.needs_nvcc ({str(in_choices).lower()}) and options.needs_nvcc"
+        f" ({str(in_options).lower()}) disagree: keep the one you mean in options.needs_nvcc"
+        " and delete choices.needs_nvcc"
+    )
+
+
+def test_the_migration_chain_runs_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
     text = render_answers(source_for("t4-debian12-fresh"))
 
     def from_zero(data: dict) -> dict:  # type: ignore[type-arg]
@@ -83,10 +120,12 @@ def test_an_older_schema_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         return data
 
     monkeypatch.setitem(answers_module.MIGRATIONS, 0, from_zero)
-    old = text.replace("schema: 1", "schema: 0").replace("choices:", "pins:")
+    old = (
+        schema_1(text, False, False).replace("schema: 1", "schema: 0").replace("choices:", "pins:")
+    )
     assert load_answers(old) == load_answers(text)
     with pytest.raises(AnswersError, match="schema -1 is too old"):
-        load_answers(text.replace("schema: 1", "schema: -1"))
+        load_answers(text.replace("schema: 2", "schema: -1"))
 
 
 def test_the_same_kind_of_server_fits() -> None:

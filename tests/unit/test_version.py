@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.version import Version, at_least, is_version, variant_cuda
+from gpuwizard.version import (
+    CudaVariant,
+    Version,
+    at_least,
+    is_cuda_variant,
+    is_version,
+    variant_cuda,
+)
 
 
 def test_versions_compare_as_numbers_not_strings():
@@ -31,3 +38,17 @@ def test_malformed_versions_are_refused(text):
 )
 def test_variant_names_map_to_cuda_versions(variant, cuda):
     assert variant_cuda(variant) == cuda
+
+
+@pytest.mark.parametrize("name", ["cpu", "cu12", "cu1300", "rocm6.2", "CU130", " cu130", "cu13a"])
+def test_anything_but_a_cuda_build_name_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="not a CUDA build name"):
+        CudaVariant.parse(name)
+    assert not is_cuda_variant(name)
+
+
+def test_a_wheels_local_tag_names_its_cuda_build() -> None:
+    build = CudaVariant.of_wheel("2.14.1+cu130")
+    assert build == CudaVariant("cu130", Version.parse("13.0"))
+    assert CudaVariant.of_wheel("2.14.1") is None and CudaVariant.of_wheel("2.14.1+cpu") is None
+    assert CudaVariant.parse("cu118").cuda < CudaVariant.parse("cu124").cuda

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuwizard.version import CudaVariant
+
 _TORCH_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 _TORCH_CUDA = re.compile(
     r"^cuda(?:\s*:\s*[^=\n]+)?\s*=\s*(?:['\"]([^'\"]+)['\"]|None)", re.MULTILINE
 )
-_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
 _NVCC = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
 _NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+(?:\.\d+)*)"')
 _CUDA_DIR = re.compile(r"/cuda-(\d+\.\d+)(?:/|$)")
@@ -139,8 +140,8 @@ def parse_torch_version_py(text: str) -> tuple[str, str | None] | None:
 
 def cuda_from_local_tag(version: str) -> str | None:
     """ "2.14.1+cu130" -> "13.0"; None without a CUDA tag (PyPI's default wheels have none)."""
-    found = _LOCAL_CUDA.search(version)
-    return f"{found.group(1)}.{found.group(2)}" if found else None
+    build = CudaVariant.of_wheel(version)
+    return build.cuda.text if build else None
 
 
 def parse_nvcc_version(text: str) -> str | None:

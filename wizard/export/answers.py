@@ -1,8 +1,8 @@
 """answers.yaml: the choices behind a setup, to replay it elsewhere (``apply --config``).
 
-It records choices, not commands: the pins (torch release, CUDA build, keep the driver, nvcc),
-the options (environment, optional parts), the machine it was made on, and what the plan
-resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
+It records choices, not commands: the pins (torch release, CUDA build, keep the driver), the
+options (environment, optional parts, nvcc: said once, there), the machine it was made on, and
+what the plan resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
 refuses, with the reason, a server the choices do not fit (another GPU architecture, another or
 older OS) or a plan that resolves differently, unless the person accepts the changes.
 
@@ -10,7 +10,9 @@ Loading is strict: a file that is not a mapping, has YAML anchors or aliases (no
 is larger than 1 MiB, has an unknown or missing field, a version written as a number
 (``12.10`` would load as 12.1), or a control or format character in a text field (an escape
 sequence would reach the terminal that shows it) gets one line naming the field. A file from an older schema is
-migrated step by step (``MIGRATIONS``); one from a newer gpuwizard is refused.
+migrated step by step (``MIGRATIONS``); one from a newer gpuwizard is refused. Schema 1 said the
+nvcc wish twice (``choices.needs_nvcc`` and ``options.needs_nvcc``); schema 2 says it once, and a
+schema 1 file whose two disagree is refused rather than guessed at.
 """
 
 from __future__ import annotations
@@ -33,14 +35,47 @@ from gpuwizard.recommend.target import BadInput
 from gpuwizard.safetext import is_unsafe, one_line
 from gpuwizard.version import Version
 
-SCHEMA = 1
+SCHEMA = 2
 MAX_BYTES = 1 << 20
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-"""schema N -> a function turning a schema N mapping into schema N+1. None yet: 1 is the first."""
 
 
 class AnswersError(ValueError):
     """The answers file cannot be used; one line naming the field and the fix."""
+
+
+def _nvcc_said_once(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2: ``choices.needs_nvcc`` goes; ``options.needs_nvcc`` is the one wish."""
+    choices, options = data.get("choices"), data.get("options")
+    if not isinstance(choices, dict) or "needs_nvcc" not in choices:
+        return dict(data, schema=2)
+    choices = dict(choices)
+    said = choices.pop("needs_nvcc")
+    if isinstance(options, dict):
+        wanted = options.get("needs_nvcc", said)
+        if wanted != said:
+            raise AnswersError(
+                f"choices.needs_nvcc ({_yaml_word(said)}) and options.needs_nvcc ({_yaml_word(wanted)})"
+                " disagree: keep the one you mean in options.needs_nvcc and delete choices.needs_nvcc"
+            )
+        options = dict(options, needs_nvcc=said)
+    return dict(data, schema=2, choices=choices, options=options)
+
+
+def _yaml_word(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _nvcc_said_once}
+"""schema N -> a function turning a schema N mapping into schema N+1."""
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The engine's pins as the file keeps them (the nvcc wish is an option, said once)."""
+
+    torch: str | None = None
+    variant: str | None = None
+    keep_driver: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,10 +97,16 @@ class Answers:
     schema: int
     gpuwizard: str
     made_on: MadeOn
-    choices: Choices
+    choices: Pins
     options: Options
     plan: tuple[str, ...]
     """The plan summary it resolved to; a replay that resolves differently is refused."""
+
+    @property
+    def engine_choices(self) -> Choices:
+        """The pins as the engine takes them, with the one nvcc wish."""
+        pins = self.choices
+        return Choices(pins.torch, pins.variant, pins.keep_driver, self.options.needs_nvcc)
 
 
 def made_on(facts: HostFacts) -> MadeOn:
@@ -86,7 +127,7 @@ def answers_for(source: ExportSource) -> Answers:
         schema=SCHEMA,
         gpuwizard=source.version,
         made_on=made_on(source.facts),
-        choices=source.choices,
+        choices=Pins(source.choices.torch, source.choices.variant, source.choices.keep_driver),
         options=source.options,
         plan=source.plan.summary,
     )

@@ -9,13 +9,9 @@ engine's business (a refusal, exit 3), not this module's.
 
 from __future__ import annotations
 
-import re
-
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import BadInput
-from gpuwizard.version import Version, is_version, variant_cuda
-
-_VARIANT = re.compile(r"^cu\d{3}$")
+from gpuwizard.version import Version, is_cuda_variant, is_version, variant_cuda
 
 
 def _series(table: CompatTable, pin: str) -> list[TorchRelease]:
@@ -55,7 +51,7 @@ def check_variant(
     if variant is None:
         return
     name, torch_name = names
-    if not _VARIANT.match(variant):
+    if not is_cuda_variant(variant):
         raise BadInput(f"{name} {variant!r}: expected a CUDA build name like cu126 or cu130")
     every = {v for r in table.torch_releases for v in r.variants}
     if variant not in every:

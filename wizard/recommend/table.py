@@ -18,13 +18,12 @@ from typing import Literal
 import yaml
 
 from gpuwizard.codec import CodecError, from_jsonable
-from gpuwizard.version import Version, variant_cuda
+from gpuwizard.version import Version, is_cuda_variant, variant_cuda
 
 DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
 Flavor = Literal["open", "proprietary"]
 
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
-_VARIANT = re.compile(r"^cu\d{3}$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -316,7 +315,7 @@ def _check_release(table: CompatTable, release: TorchRelease) -> None:
     )
     for platform in ("x86_64", "aarch64"):
         for variant in release.builds_for(platform):
-            _check(bool(_VARIANT.match(variant)), where, f"bad variant {variant!r}")
+            _check(is_cuda_variant(variant), where, f"bad variant {variant!r}")
             _check(
                 table._build_row(variant, release.version, platform) is not None,
                 where,

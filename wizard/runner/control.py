@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.host import Host
+from gpuwizard.machine import Machine
 from gpuwizard.plan import Plan
 from gpuwizard.runner.files import make_private_dir
 from gpuwizard.runner.journal import Journal, JournalError, new_journal
@@ -38,24 +38,14 @@ from gpuwizard.runner.lock import (
 from gpuwizard.selection import Selection
 
 
-@dataclass(frozen=True)
-class Backend:
-    """Everything a front end needs to drive one machine, real or simulated."""
+@dataclass(frozen=True, kw_only=True)
+class Backend(Machine):
+    """A machine a front end can change: the runner that carries a plan out, and the reboot."""
 
-    name: str
-    """"this machine" or "simulated h100x8-ubuntu2204-fresh", for titles and messages."""
-    host: Callable[[], Host]
-    """A fresh view of the machine for detection."""
-    state_dir: Path
     runner: tuple[str, ...]
     """argv that starts the runner (``--yes`` is appended for unattended reboots)."""
-    env: Mapping[str, str]
-    """Extra environment for the runner process."""
     reboot: Callable[[], None]
     """Carry out a reboot the person confirmed."""
-    simulated: bool = False
-    python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python",)
-    """argv that runs the Python of the environment at this path (the benchmark runs there)."""
 
 
 @dataclass(frozen=True)

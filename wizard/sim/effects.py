@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from gpuwizard.sim.sandbox import Sandbox, SimState
+from gpuwizard.version import is_cuda_variant, variant_cuda
 
 DRIVER_VERSIONS = {
     "595": "595.71.05", "580": "580.95.05", "570": "570.133.20", "550": "550.144.03", "535": "535.288.01",
@@ -276,7 +277,7 @@ def pip_download(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
 
 def write_torch_version(site: Path, version: str, variant: str) -> None:
     """torch/version.py as the wheel ships it."""
-    cuda = f"'{variant[2:-1]}.{variant[-1]}'" if variant.startswith("cu") else "None"
+    cuda = f"'{variant_cuda(variant)}'" if is_cuda_variant(variant) else "None"
     folder = site / "torch"
     folder.mkdir(exist_ok=True)
     (folder / "version.py").write_text(
