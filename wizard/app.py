@@ -132,7 +132,7 @@ class GpuWizardApp(App[str]):
         while not self.answers.empty():  # answers to the view that is going away
             self.answers.get_nowait()
         await self.shell.show(view_for(stage, driver, self.ssh_hint))
-        self.title = f"gpuwizard · {label(stage)}"  # once its view is on show and takes keys
+        self.title = label(stage)  # once its view is on show and takes keys
         return stage
 
     async def on_unmount(self) -> None:

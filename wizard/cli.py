@@ -9,6 +9,7 @@ fast and never loads Textual. Everything printed passes through gpuwizard's one 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -242,13 +243,22 @@ def real_backend(state_dir: Path | None = None) -> Backend:
         *(("--owner", owner) if owner else ()),
     )
     return Backend(
-        name="this machine",
+        name=this_machines_name(),
         host=local_host,
         state_dir=state,
         runner=runner,
         env={},
         reboot=reboot_this_machine,
     )
+
+
+def this_machines_name() -> str:
+    """The host name, for titles and messages ("Plan for gpu-node-07:"); its clean form only."""
+    import socket
+
+    from gpuwizard.safetext import one_line
+
+    return one_line(socket.gethostname())[:64] or "this machine"
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -391,36 +401,33 @@ def cmd_default(args: argparse.Namespace) -> int:
     return code
 
 
-NO_GPU_NOTE = "no GPU here"  # the title has room for ~50 characters at 80 columns
-
-
 def tui_backend(
     args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None
 ) -> Callable[[], Backend]:
     """How to make the machine the wizard drives: the named profile; else this machine when it
-    has an NVIDIA GPU (as root); else, said in the title, the default simulated server. Bad input
-    is refused now; the backend itself (runner, journal, sandbox: ~100 ms of imports) is made
-    after the TUI's first frame."""
-    from dataclasses import replace
-
-    if args.simulate is not None:
-        simulated_profile(args)
-        return lambda: backend_for(args)
-    if (has_gpu or has_nvidia_gpu)():
+    has an NVIDIA GPU (as root); else the default simulated server, said before the TUI starts
+    (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend itself (runner,
+    journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
+    if args.simulate is None and (has_gpu or has_nvidia_gpu)():
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
         )
         return real_backend
-    from gpuwizard.sim.profiles import DEFAULT_PROFILE
+    if args.simulate is None:
+        from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
-    print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
-    args.simulate = DEFAULT_PROFILE
+        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
+        args.simulate = DEFAULT_PROFILE
+        return lambda: dataclasses.replace(
+            backend_for(args), name=f"simulated {DEFAULT_PROFILE} ({NO_GPU_NOTE})"
+        )
+    simulated_profile(args)
+    return partial(backend_for, args)
 
-    def simulated() -> Backend:
-        backend = backend_for(args)
-        return replace(backend, name=f"{backend.name} ({NO_GPU_NOTE})")
 
-    return simulated
+NO_GPU_NOTE = "no GPU here"
+"""In the title beside the profile: ~60 characters fit at 80 columns ("Benchmark — SIMULATION:
+h100x8-ubuntu2204-fresh (no GPU here)" is 61)."""
 
 
 def has_nvidia_gpu() -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def test_without_simulate_detection_reads_this_machine() -> None:
 
 
 def test_without_simulate_the_backend_and_machine_are_this_machine() -> None:
-    assert cli.backend_for(args()).name == "this machine"
+    assert cli.backend_for(args()).name == socket.gethostname()
     machine = cli.machine_for(args())
     assert not machine.simulated and machine.host().root == Path("/")
 
@@ -40,7 +41,7 @@ def test_reset_without_a_simulated_host_is_refused() -> None:
 @needs_root
 def test_the_wizard_drives_this_machine_when_it_has_a_gpu_and_runs_as_root() -> None:
     backend = cli.tui_backend(args(), has_gpu=lambda: True)()
-    assert backend.name == "this machine" and not backend.simulated
+    assert backend.name == socket.gethostname() and not backend.simulated
 
 
 def test_the_wizard_on_a_gpu_machine_without_root_says_to_use_sudo() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_the_wizard_on_this_machine_starts_and_quits(
     )
     terminal.start(f"sh -c {shlex.quote(wizard)}")
     if has_gpu:
-        shown = terminal.wait_for("this machine")
+        shown = terminal.wait_for(f"Machine — {socket.gethostname()}")
     else:
         shown = terminal.wait_for("(no GPU here)")
         assert "SIMULATION: h100x8-ubuntu2204-fresh" in shown

@@ -114,7 +114,7 @@ class Matrix:
         gpuwizard = Path(sys.executable).parent / "gpuwizard"
         variables = " ".join(f"{k}={v}" for k, v in env(self.home).items())
         self.terminal.start(f"env {variables} {gpuwizard} --simulate {PROFILE}")
-        self.terminal.wait_for(f"gpuwizard · {stage} — SIMULATION")
+        self.terminal.wait_for(f" {stage} — SIMULATION: ")
         for text in shows:
             self.terminal.wait_for(text)
         return self.terminal
@@ -213,17 +213,17 @@ def test_every_stage_a_front_end_stops_at_is_where_a_new_tui_and_a_new_apply_lan
 ) -> None:
     m = matrix
     # Nothing on disk yet: both begin at the machine; apply plans and asks (no terminal: no).
-    m.tui_lands("This machine", "Sizing")
+    m.tui_lands("Machine", "Sizing")
     apply = Apply(m.home)
     assert apply.end() == 1 and "Plan for" in apply.out and "where it stands" not in apply.out
     # Stopped while choosing, or reviewing: nothing was decided, so both begin at the machine.
     for walk in ((("Enter", "Choose"),), (("Enter", "Choose"), ("c", "Review"))):
-        m.tui("This machine")
+        m.tui("Machine")
         for key, stage in walk:
             m.terminal.press(key)
-            m.terminal.wait_for(f"gpuwizard · {stage} —")
+            m.terminal.wait_for(f" {stage} — SIMULATION: ")
         m.terminal.press("q")
-        m.tui_lands("This machine", "Sizing")
+        m.tui_lands("Machine", "Sizing")
 
     # Each step running, with the front end that started it gone.
     m.hold_steps()
@@ -248,8 +248,8 @@ def test_every_stage_a_front_end_stops_at_is_where_a_new_tui_and_a_new_apply_lan
     # After the reboot, before its check: both land on it (each runs the check: apply on a copy).
     apply = Apply(m.fork("before-check"))
     assert apply.end() == 0, apply.out
-    assert where("After the reboot") in apply.out
-    m.tui("After the reboot", "Welcome back", f"Next: {m.title('create-env')}")
+    assert where("Resume") in apply.out
+    m.tui("Resume", "Welcome back", f"Next: {m.title('create-env')}")
     m.terminal.kill()
 
     # After the check, three launches in a row: Install, waiting at the next step (then paused).
@@ -276,21 +276,21 @@ def test_every_stage_a_front_end_stops_at_is_where_a_new_tui_and_a_new_apply_lan
     assert m.journal().data.finished
 
     # Finished: both begin at the machine again; apply finds nothing to do.
-    m.tui_lands("This machine", "Sizing")
+    m.tui_lands("Machine", "Sizing")
     apply = Apply(m.home)
     assert apply.end() == 0, apply.out
-    assert where("This machine") in apply.out and "Nothing to do" in apply.out
+    assert where("Machine") in apply.out and "Nothing to do" in apply.out
 
     # Stopped at verify, benchmark, export or done: the setup is finished; back at the machine.
     walk: tuple[tuple[str, str], ...] = (("Enter", "Choose"), ("c", "Review"))
     walk += (("s", "Install"), ("a", "Verify"))
     walk += (("Enter", "Benchmark"), ("s", "Export"), ("c", "Done"))
     for stop in ("Verify", "Benchmark", "Export", "Done"):
-        m.tui("This machine", "Sizing")
+        m.tui("Machine", "Sizing")
         for key, stage in walk:
             m.terminal.press(key)
-            m.terminal.wait_for(f"gpuwizard · {stage} —", timeout_s=90)
+            m.terminal.wait_for(f" {stage} — SIMULATION: ", timeout_s=90)
             if stage == stop:
                 break
         m.terminal.press("q")
-        m.tui_lands("This machine", "Sizing")
+        m.tui_lands("Machine", "Sizing")

@@ -164,12 +164,13 @@ Stage = (
 
 
 def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: assert_never
-    """The stage's name for people: the TUI's title says it, ``apply`` says where it picks up."""
+    """The stage's name for people: the TUI's title says it, ``apply`` says where it picks up.
+    One word or two: beside "SIMULATION: <profile> (no GPU here)" it must fit 80 columns."""
     match stage:
         case Looking():
             return "Looking"
         case Showing():
-            return "This machine"
+            return "Machine"
         case Choosing():
             return "Choose"
         case Reviewing():
@@ -181,7 +182,7 @@ def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: asse
         case AwaitingReboot():
             return "Reboot"
         case Resuming():
-            return "After the reboot"
+            return "Resume"
         case Verifying():
             return "Verify"
         case Benchmarking():
