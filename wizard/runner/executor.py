@@ -4,9 +4,11 @@ Never decides what to run; that is the plan's job. Commands get a fixed environm
 per step, their known prompts answered and their secret prompts routed to the person. Two apt
 troubles are handled here, where they happen: a lock held by another apt (wait and retry with
 backoff, name the holder, never delete the lock) and an interrupted dpkg: checked before every
-apt or dpkg command (a crash mid-apt leaves one, T12) and recognised in apt's output (T16); either
-way ``dpkg --configure -a`` runs once, non-interactively, before the command (again), followed by
-``apt-get -f install`` when dpkg still reports a package left half-installed.
+apt-get update, install and upgrade (a crash mid-apt leaves one, T12) and recognised in apt's
+output (T16); either way ``dpkg --configure -a`` runs once, non-interactively, before the command
+(again), followed by ``apt-get -f install`` when dpkg still reports a package left
+half-installed. Which operation gets which care is decided by its type (``care_for``), never by
+reading its argv.
 """
 
 from __future__ import annotations
