@@ -27,7 +27,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from gpuwizard.hints import match
-from gpuwizard.plan import Plan, Run, StepPlan
+from gpuwizard.plan import Plan, StepPlan, WriteFile
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
@@ -49,7 +49,9 @@ def step_details(step: StepPlan) -> Group:
     for action in step.actions:
         parts.append(
             plain(
-                f"$ {action.display()}" if isinstance(action, Run) else f"  {action.display()}",
+                f"  {action.display()}"
+                if isinstance(action, WriteFile)
+                else f"$ {action.display()}",
                 "cyan",
             )
         )

@@ -1,9 +1,9 @@
 """What a step is, and the builders every step shares (apt/dnf, downloads, services).
 
 A step is a pure declaration over HostFacts: ``check`` says whether the host is already in the
-step's end state, ``plan`` lists the exact actions that get it there (empty exactly when
-``check`` holds), ``verify`` judges fresh facts after the actions (and after the reboot when
-``needs_reboot``). Steps never read the machine and never run anything.
+step's end state, ``plan`` lists the typed operations (``gpuwizard.ops``) that get it there
+(empty exactly when ``check`` holds), ``verify`` judges fresh facts after them (and after the
+reboot when ``needs_reboot``). Steps never read the machine and never run anything.
 """
 
 from __future__ import annotations
@@ -13,12 +13,20 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import (
+    AptInstall,
+    AptUpdate,
+    DnfInstall,
+    Download,
+    DownloadCheck,
+    Fingerprint,
+    NoPin,
+    Program,
+    Service,
+    Sha256,
+)
 from gpuwizard.pins import pin_for
-from gpuwizard.plan import APT_ENV, Action, Run, StepPlan, Target
-
-APT_LOCK_TIMEOUT_S = 600
-DOWNLOAD_TOOL = "gpuwizard-fetch"
-"""gpuwizard's own downloader: URL -> file, checked against its pin in gpuwizard's data, atomic."""
+from gpuwizard.plan import Action, StepPlan, Target
 
 
 @dataclass(frozen=True)
@@ -72,39 +80,26 @@ def step_plan(step: Step, facts: HostFacts, cost: Cost = Cost()) -> StepPlan:
     )
 
 
-def apt_update() -> Run:
-    # apt's lock timeout does not cover the lists lock, hence the runner's retry (netlab#2473).
-    return Run(("apt-get", "-q", "update"), env=APT_ENV, retry_on_lock=True, timeout_s=900)
+def apt_update() -> AptUpdate:
+    return AptUpdate()
 
 
 def apt_install(
     packages: Sequence[str], *, update: bool = True, recommends: bool = True
-) -> tuple[Run, ...]:
+) -> tuple[Program, ...]:
     """Non-interactive, waiting for the dpkg lock, keeping local config files (ARCHITECTURE S5).
 
     ``recommends=False`` adds ``--no-install-recommends``: a step that says why in its own text.
     """
-    install = Run(
-        (
-            "apt-get", "-q", "-y",
-            "-o", f"DPkg::Lock::Timeout={APT_LOCK_TIMEOUT_S}",
-            "-o", "Dpkg::Options::=--force-confdef",
-            "-o", "Dpkg::Options::=--force-confold",
-            "-o", "Dpkg::Progress-Fancy=0",
-            *(() if recommends else ("--no-install-recommends",)),
-            "install", *packages,
-        ),
-        env=APT_ENV,
-        timeout_s=3600,
-    )  # fmt: skip
+    install = AptInstall(tuple(packages), recommends=recommends)
     return (apt_update(), install) if update else (install,)
 
 
-def dnf_install(packages: Sequence[str]) -> tuple[Run, ...]:
-    return (Run(("dnf", "-y", "-q", "install", *packages), timeout_s=3600),)
+def dnf_install(packages: Sequence[str]) -> tuple[Program, ...]:
+    return (DnfInstall(tuple(packages)),)
 
 
-def install_packages(family: str, packages: Sequence[str]) -> tuple[Run, ...]:
+def install_packages(family: str, packages: Sequence[str]) -> tuple[Program, ...]:
     return apt_install(packages) if family == "debian" else dnf_install(packages)
 
 
@@ -115,7 +110,7 @@ def fetch(
     arch: str | None = None,
     member: str | None = None,
     dearmor: bool = False,
-) -> Run:
+) -> Download:
     """Download to a file, atomically, checked against its pin in gpuwizard's data
     (``gpuwizard.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
     fails the step. A file pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
@@ -124,17 +119,14 @@ def fetch(
         Unpinned: pins.yaml has no entry for the URL (every plan is checked for this in the tests).
     """
     pin = pin_for(url, arch)
-    check: tuple[str, ...] = (
-        ("--sha256", pin.sha256)
+    check: DownloadCheck = (
+        Sha256(pin.sha256)
         if pin.sha256
-        else ("--fingerprint", pin.fingerprint)
+        else Fingerprint(pin.fingerprint)
         if pin.fingerprint
-        else ("--unpinned",)
+        else NoPin()
     )
-    extra = (("--member", member) if member else ()) + (("--dearmor",) if dearmor else ())
-    return Run(
-        (DOWNLOAD_TOOL, url, destination, *check, *extra), timeout_s=1800, silence_timeout_s=300
-    )
+    return Download(url, destination, check, member=member or None, dearmor=dearmor)
 
 
 def unconfirmed_note(url: str, arch: str | None = None) -> str:
@@ -153,8 +145,8 @@ def missing(facts: HostFacts, packages: Iterable[str]) -> list[str]:
     return [p for p in packages if p not in installed]
 
 
-def enable_service(unit: str) -> Run:
-    return Run(("systemctl", "enable", unit), timeout_s=120)
+def enable_service(unit: str) -> Service:
+    return Service("enable", unit)
 
 
 def done_when(satisfied: bool, yes: str, no: str) -> Check:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import Command
 from gpuwizard.paths import NOUVEAU_CONF
-from gpuwizard.plan import Action, Run, Target, WriteFile
+from gpuwizard.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import Check
 
 BLACKLIST = (
@@ -44,10 +45,10 @@ class BlacklistNouveau:
         used = nouveau_in_use(facts)
         return Check(not used, "nouveau is loaded" if used else "nouveau is not loaded")
 
-    def rebuild_initramfs(self) -> Run:
+    def rebuild_initramfs(self) -> Command:
         if self.family == "debian":
-            return Run(("update-initramfs", "-u", "-k", "all"), timeout_s=900)
-        return Run(("dracut", "--regenerate-all", "--force"), timeout_s=900)
+            return Command(("update-initramfs", "-u", "-k", "all"), timeout_s=900)
+        return Command(("dracut", "--regenerate-all", "--force"), timeout_s=900)
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         if self.check(facts).satisfied:

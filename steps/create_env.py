@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import Environment, HostFacts
-from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR, PYTHONS_DIR
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import CondaCreate, MiniforgeInstall, UvVenv, Venv
+from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR
+from gpuwizard.plan import Action, Target
 from gpuwizard.selection import EnvChoice
 from gpuwizard.steps.base import Check, apt_install, fetch, missing, unconfirmed_note
 from gpuwizard.steps.install_python import UV
@@ -91,17 +92,10 @@ class CreateEnv:
             return self.conda_plan(facts)
         if self.env.python_source == "standalone":
             # uv finds the CPython it installed by version; its exact path is not known in advance.
-            env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
-            return (
-                Run(
-                    (UV, "venv", "--seed", "--python", self.env.python, self.env.path),
-                    env=env,
-                    timeout_s=600,
-                ),
-            )
+            return (UvVenv(UV, self.env.python, self.env.path),)
         # A path fixed before the run, so the reviewed plan stays the plan after earlier steps.
         python = f"/usr/bin/python{self.env.python}"
-        create = Run((python, "-m", "venv", "--clear", self.env.path), timeout_s=600)
+        create = Venv(python, self.env.path)
         if self.needs_venv_package and missing(facts, [self.venv_package()]):
             return (*apt_install([self.venv_package()]), create)
         return (create,)
@@ -116,21 +110,9 @@ class CreateEnv:
                 # Checked against gpuwizard's pin, never a checksum from the same server; it runs
                 # from the download folder, which only root can enter.
                 fetch(miniforge_url(self.arch), local),
-                Run(("bash", local, "-b", "-p", MINIFORGE_DIR), timeout_s=1800),
+                MiniforgeInstall(local, MINIFORGE_DIR),
             )
-        create = Run(
-            (
-                conda,
-                "create",
-                "--yes",
-                "--quiet",
-                "--prefix",
-                self.env.path,
-                f"python={self.env.python}",
-                "pip",
-            ),
-            timeout_s=1800,
-        )
+        create = CondaCreate(conda, self.env.path, self.env.python)
         return (*actions, create)
 
     def verify(self, facts: HostFacts) -> Check:

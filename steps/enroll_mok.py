@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import Command
 from gpuwizard.paths import MOK_PUBLIC_KEY
-from gpuwizard.plan import Action, Run, SecretRef, Target
+from gpuwizard.plan import Action, SecretRef, Target
 from gpuwizard.steps.base import Check
 
 MOK_PASSWORD = SecretRef(
@@ -49,14 +50,14 @@ class EnrollMok:
             r"input password:": MOK_PASSWORD,
             r"input password again:": MOK_PASSWORD,
         }
-        importing = Run(
+        importing = Command(
             ("mokutil", "--import", MOK_PUBLIC_KEY),
             answers=answers,
             timeout_s=600,
             silence_timeout_s=600,
         )
         if facts.installs.mok == "no-key":
-            return (Run(("dkms", "generate_mok"), timeout_s=300), importing)
+            return (Command(("dkms", "generate_mok"), timeout_s=300), importing)
         return () if facts.installs.mok == "pending" else (importing,)
 
     def verify(self, facts: HostFacts) -> Check:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import AptHold
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check
 
 
@@ -35,7 +36,7 @@ class HoldNvidiaPackages:
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         loose = self.unheld(facts)
-        return (Run(("apt-mark", "hold", *loose), timeout_s=120),) if loose else ()
+        return (AptHold(tuple(loose)),) if loose else ()
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import Command, Service
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check, enable_service, install_packages, missing
 
 UNIT = "nvidia-dcgm"
@@ -52,11 +53,11 @@ class InstallDcgm:
         actions: tuple[Action, ...] = (
             *install,
             enable_service(UNIT),
-            Run(("systemctl", "start", UNIT), timeout_s=120),
+            Service("start", UNIT),
         )
         if self.with_exporter:
             actions += (
-                Run(("docker", "run", "-d", "--name", "dcgm-exporter", "--gpus", "all", "--cap-add", "SYS_ADMIN",
+                Command(("docker", "run", "-d", "--name", "dcgm-exporter", "--gpus", "all", "--cap-add", "SYS_ADMIN",
                      "--restart", "unless-stopped", "-p", "9400:9400", EXPORTER_IMAGE), timeout_s=900),
             )  # fmt: skip
         return actions

@@ -17,8 +17,9 @@ import json
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import Service
 from gpuwizard.paths import DOCKER_DAEMON_JSON
-from gpuwizard.plan import Action, Run, Target, WriteFile
+from gpuwizard.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import (
     Check,
     PlanError,
@@ -183,7 +184,7 @@ class InstallContainerToolkit:
         return (
             *actions,
             WriteFile(DOCKER_DAEMON_JSON, daemon, backup=True),
-            Run(("systemctl", "restart", "docker"), timeout_s=300),
+            Service("restart", "docker", timeout_s=300),
         )
 
     def verify(self, facts: HostFacts) -> Check:

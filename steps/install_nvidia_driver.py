@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import DnfModuleEnable, DnfVersionLock
+from gpuwizard.plan import Action, Target
 from gpuwizard.selection import DriverChoice
 from gpuwizard.steps.base import Check, apt_install, install_packages, missing
 from gpuwizard.steps.kernels import next_boot_kernel
@@ -81,16 +82,9 @@ class InstallNvidiaDriver:
             return ()
         actions: tuple[Action, ...] = ()
         if self.family == "rhel" and self.driver.module_stream:
-            actions += (
-                Run(
-                    ("dnf", "-y", "-q", "module", "enable", self.driver.module_stream),
-                    timeout_s=600,
-                ),
-            )
+            actions += (DnfModuleEnable(self.driver.module_stream),)
         if self.family == "rhel" and self.driver.version_lock:
-            actions += (
-                Run(("dnf", "versionlock", "add", self.driver.version_lock), timeout_s=600),
-            )
+            actions += (DnfVersionLock(self.driver.version_lock),)
         if self.family == "debian":
             return actions + apt_install(self.driver.packages, recommends=self.recommends)
         return actions + install_packages(self.family, self.driver.packages)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.paths import PYTHONS_DIR, TOOLS_DIR
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import UvPythonInstall
+from gpuwizard.paths import TOOLS_DIR
+from gpuwizard.plan import Action, Target
 from gpuwizard.selection import EnvChoice
 from gpuwizard.steps.base import Check, fetch, install_packages
 
@@ -67,10 +68,9 @@ class InstallPython:
             return ()
         if self.env.python_source == "os-package":
             return install_packages(self.family, os_packages(self.family, self.env.python))
-        env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
         return (
             fetch(UV_SPEC, UV, arch=self.arch, member=f"uv-{UV_VERSION}.data/scripts/uv"),
-            Run((UV, "python", "install", self.env.python), env=env, timeout_s=1800),
+            UvPythonInstall(UV, self.env.python),
         )
 
     def verify(self, facts: HostFacts) -> Check:

@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import PipDownload, PipInstall
 from gpuwizard.paths import DOWNLOADS_DIR
 from gpuwizard.pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
-from gpuwizard.plan import Action, Run, Target, WriteFile
+from gpuwizard.plan import Action, Target, WriteFile
 from gpuwizard.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.create_env import find_env
@@ -105,37 +106,28 @@ class InstallTorch:
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         if self.check(facts).satisfied:
             return ()
-        pip = (f"{self.env.path}/bin/python", "-m", "pip")
+        env = self.env.path
         pinned = f"pip=={pip_for(self.env.python).version}"
-        upgrade = Run((*pip, "install", "--quiet", "--force-reinstall", pinned), timeout_s=900)
+        upgrade = PipInstall(
+            env, (pinned,), quiet=True, force_reinstall=True, timeout_s=900, silence_timeout_s=600
+        )
         wheels = hashed_wheels(self.torch, self.env.python, self.arch)
         if wheels is None:
-            install = (
-                *pip,
-                "install",
-                "--index-url",
-                self.torch.index_url,
-                *self.torch.requirements(),
-            )
-            return (upgrade, Run(install, timeout_s=3600, silence_timeout_s=900))
-        return (upgrade, *self.hashed_install(pip, wheels))
+            install = PipInstall(env, self.torch.requirements(), self.torch.index_url)
+            return (upgrade, install)
+        return (upgrade, *self.hashed_install(env, wheels))
 
-    def hashed_install(self, pip: tuple[str, ...], wheels: tuple[str, ...]) -> tuple[Action, ...]:
+    def hashed_install(self, env: str, wheels: tuple[str, ...]) -> tuple[Action, ...]:
         """pip checks each wheel against the pinned hashes as it downloads it, then installs the
         checked files; their dependencies come from PyPI as pip resolves them."""
         name = f"torch-{self.torch.version}-{self.torch.variant}"
         hashes, folder = f"{DOWNLOADS_DIR}/{name}.hashes.txt", f"{DOWNLOADS_DIR}/{name}"
         text = torch_wheels(self.torch.version, self.torch.variant)
         assert text is not None
-        download = (
-            *pip, "download", "--quiet", "--no-deps", "--only-binary=:all:", "--require-hashes",
-            "--index-url", PYPI_INDEX, "--dest", folder, "-r", hashes,
-        )  # fmt: skip
-        install = (*pip, "install", "--index-url", PYPI_INDEX, *(f"{folder}/{w}" for w in wheels))
         return (
             WriteFile(hashes, text.text, 0o644),
-            Run(download, timeout_s=3600, silence_timeout_s=900),
-            Run(install, timeout_s=3600, silence_timeout_s=900),
+            PipDownload(env, PYPI_INDEX, folder, hashes),
+            PipInstall(env, tuple(f"{folder}/{w}" for w in wheels), PYPI_INDEX),
         )
 
     def verify(self, facts: HostFacts) -> Check:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts, NvmlOk
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import Command
+from gpuwizard.plan import Action, Target
 from gpuwizard.selection import Selection
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
@@ -71,7 +72,7 @@ class LoadNvidiaDriver:
             return ()
         # modprobe's failure is an answer here, not an error: the reboot step is the fallback.
         return tuple(
-            Run(("modprobe", module), timeout_s=300, ok_codes=(0, MODPROBE_FAILED))
+            Command(("modprobe", module), timeout_s=300, ok_codes=(0, MODPROBE_FAILED))
             for module in MODULES
         )
 

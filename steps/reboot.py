@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuwizard import ops
 from gpuwizard.facts import HostFacts, NvmlOk
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
 from gpuwizard.steps.kernels import next_boot_kernel
@@ -90,7 +91,7 @@ class Reboot:
         return Check(not reasons, "; ".join(reasons) if reasons else "nothing waits for a reboot")
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
-        return () if self.check(facts).satisfied else (Run(("reboot",), timeout_s=120),)
+        return () if self.check(facts).satisfied else (ops.Reboot(),)
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import Command
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check, done_when
 
 
@@ -36,7 +37,7 @@ class RemoveRunfileDriver:
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         if self.check(facts).satisfied:
             return ()
-        return (Run(("nvidia-uninstall", "--silent"), timeout_s=900),)
+        return (Command(("nvidia-uninstall", "--silent"), timeout_s=900),)
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

@@ -14,36 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import APT_ENV, Action, Run, Target
-from gpuwizard.steps.base import APT_LOCK_TIMEOUT_S, Check, done_when
-
-
-def configure_pending() -> Run:
-    return Run(
-        ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a"),
-        env=APT_ENV,
-        timeout_s=3600,
-    )
-
-
-def fix_broken() -> Run:
-    """Reinstall what dpkg left half-installed; refuse (rather than do) any removal."""
-    return Run(
-        (
-            "apt-get", "-q", "-y", "--no-remove",
-            "-o", f"DPkg::Lock::Timeout={APT_LOCK_TIMEOUT_S}",
-            "-o", "Dpkg::Options::=--force-confdef",
-            "-o", "Dpkg::Options::=--force-confold",
-            "-f", "install",
-        ),
-        env=APT_ENV,
-        timeout_s=3600,
-    )  # fmt: skip
-
-
-def is_repair(argv: tuple[str, ...]) -> bool:
-    """One of the two repair commands (which must not wait for a repair themselves)."""
-    return "--configure" in argv or ("-f" in argv and argv[:1] == ("apt-get",))
+from gpuwizard.ops import AptFixBroken, DpkgConfigure
+from gpuwizard.plan import Action, Target
+from gpuwizard.steps.base import Check, done_when
 
 
 @dataclass(frozen=True)
@@ -67,7 +40,7 @@ class RepairDpkg:
         )
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
-        return () if self.check(facts).satisfied else (configure_pending(), fix_broken())
+        return () if self.check(facts).satisfied else (DpkgConfigure(), AptFixBroken())
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

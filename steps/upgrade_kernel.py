@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import APT_ENV, Action, Run, Target
+from gpuwizard.ops import AptUpgrade, DnfUpgrade
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check, apt_install, apt_update
 from gpuwizard.steps.kernels import headers_gone, next_boot_kernel
 
@@ -84,14 +85,8 @@ class UpgradeKernel:
         if self.family == "debian" and flavour:
             return apt_install((f"linux-image-{flavour}", f"linux-headers-{flavour}"))
         if self.family == "debian":
-            upgrade = Run(
-                ("apt-get", "-q", "-y", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Options::=--force-confdef",
-                 "-o", "Dpkg::Options::=--force-confold", "full-upgrade"),
-                env=APT_ENV,
-                timeout_s=3600,
-            )  # fmt: skip
-            return (apt_update(), upgrade)
-        return (Run(("dnf", "-y", "-q", "upgrade"), timeout_s=3600),)
+            return (apt_update(), AptUpgrade())
+        return (DnfUpgrade(),)
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

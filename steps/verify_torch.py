@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.ops import Command
 from gpuwizard.paths import VERIFY_REPORT
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.plan import Action, Target
 from gpuwizard.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 
@@ -56,7 +57,7 @@ class VerifyTorch:
         """The verification itself, whatever the facts say now."""
         python = f"{self.env.path}/bin/python"
         return (
-            Run(
+            Command(
                 (python, "-c", VERIFY_SCRIPT, VERIFY_REPORT, str(self.gpu_count), self.env.path),
                 timeout_s=900,
             ),

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Run, Target
+from gpuwizard.ops import Command
+from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check
 
 FINISHED = ("done", "degraded", "disabled", "absent")
@@ -48,7 +49,7 @@ class WaitCloudInit:
         if self.check(facts).satisfied:
             return ()
         return (
-            Run(
+            Command(
                 ("cloud-init", "status", "--wait"),
                 ok_codes=(0, 2),
                 timeout_s=1800,

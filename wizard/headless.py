@@ -20,7 +20,7 @@ from typing import TextIO
 
 from gpuwizard.export.answers import Answers
 from gpuwizard.hints import match as known_error
-from gpuwizard.plan import Plan, Run
+from gpuwizard.plan import Plan, WriteFile
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
@@ -70,7 +70,7 @@ def plan_lines(plan: Plan) -> list[str]:
         )
         lines.append(f"{number:>3}. {step.title}{mark}")
         lines += [
-            f"       $ {a.display()}" if isinstance(a, Run) else f"       {a.display()}"
+            f"       {a.display()}" if isinstance(a, WriteFile) else f"       $ {a.display()}"
             for a in step.actions
         ]
     return lines

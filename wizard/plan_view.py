@@ -8,9 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.plan import Run, StepPlan, WriteFile
-
-_INSTALLERS = {("apt-get", "install"), ("dnf", "install")}
+from gpuwizard.ops import (
+    AptFixBroken,
+    AptHold,
+    AptInstall,
+    AptUpdate,
+    AptUpgrade,
+    Command,
+    CondaCreate,
+    DnfInstall,
+    DnfModuleEnable,
+    DnfUpgrade,
+    DnfVersionLock,
+    Download,
+    DpkgConfigure,
+    MiniforgeInstall,
+    PipDownload,
+    PipInstall,
+    Reboot,
+    Service,
+    UvPythonInstall,
+    UvVenv,
+    Venv,
+)
+from gpuwizard.plan import Action, StepPlan, WriteFile, assert_never
 
 
 @dataclass(frozen=True)
@@ -23,28 +44,42 @@ class Changes:
     reboot: bool = False
 
 
-def _installed(run: Run) -> tuple[str, ...]:
-    for tool, verb in _INSTALLERS:
-        if run.argv[0] == tool and verb in run.argv:
-            return tuple(a for a in run.argv[run.argv.index(verb) + 1 :] if not a.startswith("-"))
-    return ()
-
-
 def changes(step: StepPlan) -> Changes:
-    packages: list[str] = []
-    files: list[str] = []
-    services: list[str] = []
-    commands: list[str] = []
+    found: dict[str, list[str]] = {"packages": [], "files": [], "services": [], "commands": []}
     for action in step.actions:
-        if isinstance(action, WriteFile):
-            files.append(action.path)
-        elif installed := _installed(action):
-            packages += installed
-        elif action.argv[:2] in (("systemctl", "enable"), ("systemctl", "restart")):
-            services += action.argv[2:]
-        elif action.argv[-1:] != ("update",):
-            commands.append(action.display())
-    return Changes(tuple(packages), tuple(files), tuple(services), tuple(commands), step.reboot)
+        kind, words = _change(action)
+        if kind is not None:
+            found[kind] += words
+    return Changes(
+        tuple(found["packages"]),
+        tuple(found["files"]),
+        tuple(found["services"]),
+        tuple(found["commands"]),
+        step.reboot,
+    )
+
+
+def _change(action: Action) -> tuple[str | None, tuple[str, ...]]:  # noqa: RET503 - exhaustive
+    """Which kind of change an operation is, and what it names; refreshing lists changes nothing."""
+    match action:
+        case WriteFile():
+            return "files", (action.path,)
+        case AptInstall() | DnfInstall():
+            return "packages", action.packages
+        case Service(verb="enable" | "restart"):
+            return "services", (action.unit,)
+        case AptUpdate():
+            return None, ()
+        case AptUpgrade() | AptHold() | DpkgConfigure() | AptFixBroken() | Service() | Reboot():
+            return "commands", (action.display(),)
+        case DnfUpgrade() | DnfModuleEnable() | DnfVersionLock() | Download() | Command():
+            return "commands", (action.display(),)
+        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
+            return "commands", (action.display(),)
+        case CondaCreate() | MiniforgeInstall():
+            return "commands", (action.display(),)
+        case _:  # pragma: no cover - exhaustive
+            assert_never(action)
 
 
 def describe(step: StepPlan) -> str:

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gpuwizard.plan import APT_ENV, Plan, Run, StepPlan, WriteFile
+from gpuwizard.ops import AptInstall, AptUpdate
+from gpuwizard.plan import APT_ENV, Action, Plan, StepPlan, WriteFile
 from tests.chroot.machine import ChrootMachine
 
 THIRD_PARTY_STEPS = {
@@ -30,9 +31,8 @@ _MISSING = (
 ENV = {**APT_ENV, "LC_ALL": "C"}
 
 
-def is_install(run: Run) -> bool:
-    argv = run.argv
-    return argv[:1] == ("apt-get",) and "install" in argv and bool(packages_of(argv))
+def is_install(action: Action) -> bool:
+    return isinstance(action, AptInstall) and bool(action.packages)
 
 
 def packages_of(argv: tuple[str, ...]) -> list[str]:
@@ -93,8 +93,8 @@ def apply_sources_step(machine: ChrootMachine, step: StepPlan) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(action.content)
             target.chmod(action.mode)
-        elif action.argv[:1] == ("apt-get",):
-            machine.run(list(action.argv), env=ENV, check=True, timeout_s=600)
+        elif isinstance(action, AptUpdate):
+            machine.run(list(action.command().argv), env=ENV, check=True, timeout_s=600)
 
 
 def sources_state(machine: ChrootMachine) -> tuple[str, ...]:
@@ -122,10 +122,11 @@ def check_plan(
             else None
         )
         for action in step.actions:
-            if isinstance(action, Run) and is_install(action):
-                key = (sources_state(machine), action.argv, third_party)
+            if isinstance(action, AptInstall) and is_install(action):
+                argv = action.command().argv
+                key = (sources_state(machine), argv, third_party)
                 if key not in cache:
-                    cache[key] = check_line(machine, step.id, action.argv, third_party)
+                    cache[key] = check_line(machine, step.id, argv, third_party)
                 yield cache[key]
 
 

@@ -15,7 +15,8 @@ import dataclasses
 import pytest
 
 from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Plan, Run
+from gpuwizard.ops import AptInstall
+from gpuwizard.plan import Plan
 from gpuwizard.planner import Options
 from gpuwizard.recommend.debian_native import load_drivers
 from gpuwizard.recommend.result import Choices
@@ -112,9 +113,9 @@ def test_a_planned_package_that_does_not_exist_fails_the_tier(archive):
     def rename(step):
         actions = tuple(
             dataclasses.replace(
-                a, argv=tuple(bogus if w == "nvidia-kernel-dkms" else w for w in a.argv)
+                a, packages=tuple(bogus if w == "nvidia-kernel-dkms" else w for w in a.packages)
             )
-            if isinstance(a, Run)
+            if isinstance(a, AptInstall)
             else a
             for a in step.actions
         )

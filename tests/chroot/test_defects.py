@@ -19,7 +19,8 @@ from gpuwizard.detect import detect_host
 from gpuwizard.detect.recording import recorded_host
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.plan import APT_ENV, SCHEMA, Plan, Run, WriteFile
+from gpuwizard.ops import AptInstall, Command, PipInstall
+from gpuwizard.plan import APT_ENV, SCHEMA, Plan, WriteFile
 from gpuwizard.recommend.result import Choices
 from gpuwizard.steps.base import step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
@@ -86,11 +87,11 @@ def test_b8_the_pip_upgrade_fails_when_the_index_cannot_be_reached(t4):
     t4.run(["/usr/bin/python3.11", "-m", "venv", ENV_PATH], check=True)
     planned = plan_on(t4, Choices(variant="cu126"))
     first = planned.plan.step("install-torch").actions[0]
-    assert isinstance(first, Run) and "pip" in first.argv
+    assert isinstance(first, PipInstall) and first.force_reinstall
     broken = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "3"}
-    done = t4.run(list(first.argv), env=broken, timeout_s=300)
+    done = t4.run(list(first.command().argv), env=broken, timeout_s=300)
     assert done.returncode != 0, "pip exits 0 with no index: the step would hide a broken index"
-    reached = t4.run(list(first.argv), timeout_s=600)
+    reached = t4.run(list(first.command().argv), timeout_s=600)
     assert reached.returncode == 0, reached.stdout + reached.stderr
     small = t4.run([f"{ENV_PATH}/bin/python", "-m", "pip", "install", "six==1.17.0"], timeout_s=600)
     assert small.returncode == 0, small.stdout + small.stderr
@@ -110,11 +111,20 @@ def stale(machines: MachineFactory) -> ChrootMachine:
 
 def test_b1_headers_gone_from_the_archive_plan_the_newest_kernel_and_a_reboot(stale):
     planned = plan_on(stale, Choices(variant="cu126"))
-    lines = [a.argv for s in planned.plan.steps for a in s.actions if isinstance(a, Run)]
+    lines = [
+        a.command().argv
+        for s in planned.plan.steps
+        for a in s.actions
+        if not isinstance(a, WriteFile)
+    ]
     assert not any("linux-headers-6.1.0-37-cloud-amd64" in argv for argv in lines)
     upgrade = planned.plan.step("upgrade-kernel")
     assert "headers are gone from the archive" in upgrade.title
-    assert any("linux-headers-cloud-amd64" in a.argv for a in upgrade.actions if isinstance(a, Run))
+    assert any(
+        "linux-headers-cloud-amd64" in a.packages
+        for a in upgrade.actions
+        if isinstance(a, AptInstall)
+    )
     assert planned.plan.step("reboot-kernel").actions, "the new kernel needs its reboot"
     checks = list(check_plan(stale, planned.plan))
     assert all(c.problem is None for c in checks), [c.problem for c in checks if c.problem]
@@ -127,8 +137,8 @@ def test_b4_the_driver_brings_no_second_kernel_flavour_s_headers(t4):
     assert "--no-install-recommends" in driver.why
     for _ in check_plan(t4, planned.plan):  # enable-debian-nonfree for real first
         pass
-    install = next(a for a in driver.actions if isinstance(a, Run) and "install" in a.argv)
-    done = t4.run(["apt-get", "-s", *install.argv[1:]], env=ENV, check=True)
+    install = next(a for a in driver.actions if isinstance(a, AptInstall))
+    done = t4.run(["apt-get", "-s", *install.command().argv[1:]], env=ENV, check=True)
     headers = sorted(set(re.findall(r"^Inst (linux-headers-\S+)", done.stdout, re.M)))
     assert headers == [], f"the driver would also pull in {headers}: DKMS would build twice"
 
@@ -210,11 +220,11 @@ def test_the_nouveau_blacklist_reaches_the_initramfs(t4):
     facts = recorded_facts(T4)
     boot = dataclasses.replace(facts.boot, modules=("nouveau",))
     plan = BlacklistNouveau("debian").plan(dataclasses.replace(facts, boot=boot))
-    assert isinstance(plan[0], WriteFile) and isinstance(plan[1], Run)
+    assert isinstance(plan[0], WriteFile) and isinstance(plan[1], Command)
     target = t4.path(plan[0].path)
     target.write_text(plan[0].content)
     with timed("defects: update-initramfs -u -k all"):
-        t4.run(list(plan[1].argv), env=dict(APT_ENV), check=True, timeout_s=900)
+        t4.run(list(plan[1].command().argv), env=dict(APT_ENV), check=True, timeout_s=900)
     kernel = t4.state()["kernel"]
     listed = t4.run(["lsinitramfs", f"/boot/initrd.img-{kernel}"], check=True).stdout
     assert "etc/modprobe.d/gpuwizard-blacklist-nouveau.conf" in listed

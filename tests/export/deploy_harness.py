@@ -26,7 +26,7 @@ from gpuwizard.export.source import ExportSource
 from gpuwizard.plan import SCHEMA, Plan, StepPlan
 from tests.export.conftest import source_for
 
-FAKES = ("fake-tool", "other-tool", "reboot", "systemctl", "mokutil", "curl")
+FAKES = ("fake-tool", "other-tool", "apt-get", "reboot", "systemctl", "mokutil", "curl")
 FAKE = """\
 import hashlib, json, os, sys
 from pathlib import Path

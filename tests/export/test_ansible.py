@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.ansible_steps import MARKER_DIR
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.plan import Run, StepPlan, WriteFile, secrets_in
+from gpuwizard.ops import Command
+from gpuwizard.plan import StepPlan, WriteFile, secrets_in
 from gpuwizard.steps import build_plan
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for, tool
 
@@ -338,7 +339,7 @@ def hostile_source(
         title="A step with hostile values",
         why="property test",
         actions=(
-            Run(("/usr/local/bin/tool", *argv), env={"GW_VALUE": env_value}, creates=path),
+            Command(("/usr/local/bin/tool", *argv), env={"GW_VALUE": env_value}, creates=path),
             WriteFile(path, content, mode=0o600),
         ),
     )
@@ -395,8 +396,8 @@ def test_other_ok_exit_codes_and_creates_reach_the_command_task() -> None:
         title="Wait",
         why="",
         actions=(
-            Run(("cloud-init", "status", "--wait"), ok_codes=(0, 2)),
-            Run(("tool",), creates="/x"),
+            Command(("cloud-init", "status", "--wait"), ok_codes=(0, 2)),
+            Command(("tool",), creates="/x"),
         ),
     )
     plan = dataclasses.replace(source.plan, steps=(step,))

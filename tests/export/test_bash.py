@@ -20,12 +20,14 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.plan import Run, SecretRef, StepPlan, Target, WriteFile
+from gpuwizard.ops import AptUpdate, Command, Download, DownloadCheck, Fingerprint, NoPin, Sha256
+from gpuwizard.plan import SecretRef, StepPlan, Target, WriteFile
 from gpuwizard.runner.keycheck import checked_key, dearmor
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for
 from tests.export.deploy_harness import Deploy, source_with
@@ -88,8 +90,8 @@ def test_deploy_sh_runs_every_planned_host_command_in_plan_order(name):
             words = (
                 [shlex.quote(action.path)]
                 if isinstance(action, WriteFile)
-                else [shlex.quote(f"{k}={v}") for k, v in action.env.items()]
-                + [shlex.quote(word) for word in action.argv[1:]]
+                else [shlex.quote(f"{k}={v}") for k, v in action.command().env.items()]
+                + [shlex.quote(word) for word in action.command().argv[1:]]
             )
             for word in words:
                 position = script.index(word, position) + len(word)
@@ -112,15 +114,15 @@ def test_the_mok_password_is_asked_for_by_name_and_never_part_of_the_script():
 
 
 # -------------------------------------------------------------------------------- behaviour
-def step(step_id: str, *actions: Run | WriteFile, **fields: object) -> StepPlan:
+def step(step_id: str, *actions: Command | WriteFile, **fields: object) -> StepPlan:
     return StepPlan(step_id, fields.pop("title", f"Step {step_id}"), "why", actions, **fields)
 
 
-def tool(*args: str, **fields: object) -> Run:
-    return Run(("fake-tool", *args), **fields)
+def tool(*args: str, **fields: object) -> Command:
+    return Command(("fake-tool", *args), **fields)
 
 
-REBOOT = step("reboot", Run(("reboot",)), reboot=True, needs_reboot=True, title="Reboot")
+REBOOT = step("reboot", Command(("reboot",)), reboot=True, needs_reboot=True, title="Reboot")
 
 
 def test_a_rerun_skips_finished_steps_and_a_reboot_step_waits_for_a_new_boot_id(tmp_path):
@@ -161,7 +163,7 @@ def test_with_reboot_the_script_runs_the_plans_reboot_command_and_exits_10(tmp_p
 def test_a_failed_command_stops_the_script_unmarked_and_a_rerun_resumes_there(tmp_path):
     machine = Deploy(tmp_path)
     machine.write_script(
-        source_with([step("one", tool("1")), step("two", tool("2a"), Run(("other-tool",)))])
+        source_with([step("one", tool("1")), step("two", tool("2a"), Command(("other-tool",)))])
     )
     failed = machine.run(env={"FAKE_EXIT_other_tool": "3"})
     assert failed.code == 3
@@ -185,7 +187,7 @@ def test_ok_codes_creates_and_per_command_environment(tmp_path):
             [
                 step(
                     "one",
-                    Run(("other-tool",), ok_codes=(0, 2)),
+                    Command(("other-tool",), ok_codes=(0, 2)),
                     tool("skipped", creates="/exists"),
                     tool("runs", creates="/missing", env={"GW_TEST_A": "a b", "GW_TEST_B": "$x"}),
                     tool("plain"),
@@ -217,7 +219,7 @@ def test_files_are_written_exactly_with_their_mode_and_restored_when_the_step_fa
                 step(
                     "daemon",
                     WriteFile("/etc/kept.json", "new\n", backup=True),
-                    Run(("other-tool",)),
+                    Command(("other-tool",)),
                 ),
             ]
         )
@@ -236,16 +238,24 @@ def test_files_are_written_exactly_with_their_mode_and_restored_when_the_step_fa
 
 def test_apt_get_update_is_tried_again_after_a_failure_as_the_runner_does(tmp_path):
     machine = Deploy(tmp_path)
-    machine.write_script(source_with([step("lists", Run(("other-tool",), retry_on_lock=True))]))
-    result = machine.run(env={"FAKE_FAILS_other_tool": "1"})
+    machine.write_script(source_with([step("lists", AptUpdate())]))
+    result = machine.run(env={"FAKE_FAILS_apt_get": "1"})
     assert result.code == 0, result.output
     assert "exit status 100; trying again in 2 s (1 of 5)" in result.output
-    assert machine.argvs() == [["other-tool"], ["other-tool"]]
+    assert machine.argvs() == [["apt-get", "-q", "update"], ["apt-get", "-q", "update"]]
+
+
+def test_no_other_command_is_tried_again(tmp_path):
+    machine = Deploy(tmp_path)
+    machine.write_script(source_with([step("lists", Command(("other-tool", "update")))]))
+    result = machine.run(env={"FAKE_FAILS_other_tool": "1"})
+    assert result.code == 100, result.output
+    assert machine.argvs() == [["other-tool", "update"]]
 
 
 # ------------------------------------------------------------------------------- downloads
-def fetch_step(*args: str) -> StepPlan:
-    return step("get", Run(("gpuwizard-fetch", *args)))
+def fetch_step(url: str, dest: str, check: DownloadCheck | None = None, **fields: Any) -> StepPlan:
+    return step("get", Download(url, dest, check or NoPin(), **fields))
 
 
 def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
@@ -253,9 +263,7 @@ def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
     machine.serve("https://example.com/a.deb", b"package")
     good = hashlib.sha256(b"package").hexdigest()
     machine.write_script(
-        source_with(
-            [fetch_step("https://example.com/a.deb", "/var/cache/a.deb", "--sha256", "0" * 64)]
-        )
+        source_with([fetch_step("https://example.com/a.deb", "/var/cache/a.deb", Sha256("0" * 64))])
     )
     bad = machine.run()
     assert bad.code == 1
@@ -264,7 +272,7 @@ def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
 
     machine.write_script(
         source_with(
-            [fetch_step("https://example.com/a.deb", "/var/cache/a.deb", "--sha256", good.upper())]
+            [fetch_step("https://example.com/a.deb", "/var/cache/a.deb", Sha256(good.upper()))]
         )
     )
     assert machine.run().code == 0
@@ -275,14 +283,18 @@ def test_a_download_is_kept_only_when_its_sha256_matches(tmp_path):
 def test_a_download_without_a_pin_is_refused_and_an_unconfirmed_one_warns(tmp_path):
     machine = Deploy(tmp_path)
     machine.serve("https://example.com/i.sh", b"#!/bin/sh\n")
-    machine.write_script(source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh")]))
+    # A Download always carries its check; gw_fetch still refuses a call that has none.
+    script = machine.write_script(
+        source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh")])
+    )
+    script.write_text(script.read_text().replace(" --unpinned\n", "\n"))
     refused = machine.run()
     assert refused.code == 1
     assert "gw_fetch: https://example.com/i.sh has no pin; refusing to use it" in refused.output
     assert not machine.path("/tmp/i.sh").exists()
 
     machine.write_script(
-        source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh", "--unpinned")])
+        source_with([fetch_step("https://example.com/i.sh", "/tmp/i.sh", NoPin())])
     )
     warned = machine.run()
     assert warned.code == 0, warned.output
@@ -291,7 +303,7 @@ def test_a_download_without_a_pin_is_refused_and_an_unconfirmed_one_warns(tmp_pa
 
 
 def test_curl_is_told_to_refuse_anything_but_https_even_on_a_redirect():
-    script = render_bash(source_with([fetch_step("https://example.com/a", "/a", "--unpinned")]))
+    script = render_bash(source_with([fetch_step("https://example.com/a", "/a", NoPin())]))
     assert (
         "gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 \"$@\"; }"
         in script
@@ -320,8 +332,8 @@ def test_a_pinned_pypi_wheel_is_found_in_the_index_checked_and_its_member_extrac
         source_with(
             [
                 fetch_step(
-                    "pypi:uv==1.2.3", "/opt/bin/uv", "--sha256", hashlib.sha256(data).hexdigest(),
-                    "--member", "uv-1.2.3.data/scripts/uv",
+                    "pypi:uv==1.2.3", "/opt/bin/uv", Sha256(hashlib.sha256(data).hexdigest()),
+                    member="uv-1.2.3.data/scripts/uv",
                 )
             ]
         )
@@ -342,7 +354,7 @@ def test_a_key_is_checked_against_its_pinned_fingerprint_and_dearmored_as_the_ru
     machine.serve("https://example.com/gpgkey", armored)
     machine.write_script(
         source_with(
-            [fetch_step("https://example.com/gpgkey", "/usr/share/k.gpg", "--fingerprint", NVIDIA_OPEN_SOURCE, "--dearmor")]
+            [fetch_step("https://example.com/gpgkey", "/usr/share/k.gpg", Fingerprint(NVIDIA_OPEN_SOURCE), dearmor=True)]
         )
     )  # fmt: skip
     result = machine.run()
@@ -360,7 +372,7 @@ def test_a_key_that_is_not_exactly_the_pinned_one_is_refused_and_removed(tmp_pat
     machine.serve("https://example.com/gpgkey", served)
     machine.write_script(
         source_with(
-            [fetch_step("https://example.com/gpgkey", "/usr/share/keyrings/k.gpg", "--fingerprint", pinned, "--dearmor")]
+            [fetch_step("https://example.com/gpgkey", "/usr/share/keyrings/k.gpg", Fingerprint(pinned), dearmor=True)]
         )
     )  # fmt: skip
     result = machine.run()
@@ -373,7 +385,7 @@ def test_a_key_that_is_not_exactly_the_pinned_one_is_refused_and_removed(tmp_pat
 MOK = SecretRef("mok-password", "MOK password")
 MOK_STEP = step(
     "enroll-mok",
-    Run(
+    Command(
         ("mokutil", "--import", "/var/lib/dkms/mok.pub"), answers={"password:": MOK, "again:": MOK}
     ),
     needs_reboot=True,
@@ -512,14 +524,9 @@ def test_it_refuses_to_run_as_anyone_but_root_whatever_the_environment_says(tmp_
         ),
         pytest.param(tool("x", env={"A": "\0"}), "NUL byte", id="NUL in an env value"),
         pytest.param(
-            Run(("gpuwizard-fetch", "u", "/a\nb")),
+            Download("u", "/a\nb", NoPin()),
             "contains a newline",
             id="newline in a download path",
-        ),
-        pytest.param(
-            Run(("gpuwizard-fetch", "u", "/a", "--bogus")),
-            "unknown gpuwizard-fetch option",
-            id="unknown fetch option",
         ),
     ],
 )

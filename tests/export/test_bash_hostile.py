@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
-from gpuwizard.plan import Run, SecretRef, StepPlan, WriteFile
+from gpuwizard.ops import Command, Download, NoPin
+from gpuwizard.plan import SecretRef, StepPlan, WriteFile
 from tests.export.deploy_harness import Deploy, source_with
 
 SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
@@ -52,9 +53,11 @@ def hostile_source(
             title,
             f"why: {title}",
             (
-                Run(("fake-tool", *args), env={"GW_TEST_VALUE": value}, creates=f"/missing/{name}"),
+                Command(
+                    ("fake-tool", *args), env={"GW_TEST_VALUE": value}, creates=f"/missing/{name}"
+                ),
                 WriteFile(f"/files/{name}", content, 0o640),
-                Run(
+                Command(
                     ("other-tool", *args),
                     answers={"reply:": reply, "secret:": SecretRef("pw", f"prompt {title}")},
                 ),
@@ -128,8 +131,8 @@ def test_a_path_with_nul_or_newline_is_refused_with_a_one_line_message(before, b
     path = f"/{before}{bad}{after}"
     action = {
         "write": WriteFile(path, "x"),
-        "creates": Run(("fake-tool",), creates=path),
-        "fetch": Run(("gpuwizard-fetch", "https://example.com/x", path)),
+        "creates": Command(("fake-tool",), creates=path),
+        "fetch": Download("https://example.com/x", path, NoPin()),
     }[kind]
     with pytest.raises(ExportError) as refused:
         render_bash(source_with([StepPlan("bad", "Bad", "why", (action,))]))

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.cloud_init import render_cloud_init
 from gpuwizard.export.source import ExportError
-from gpuwizard.plan import Run, StepPlan, WriteFile
+from gpuwizard.ops import Command
+from gpuwizard.plan import StepPlan, WriteFile
 from tests.export.conftest import check_golden, mok_source
 from tests.export.deploy_harness import source_with
 from tests.export.test_bash import CASES
@@ -76,7 +77,9 @@ ODD = st.text(
 @settings(max_examples=150, deadline=None)
 @given(content=ODD, title=ODD, arg=ODD)
 def test_any_file_content_title_or_argument_round_trips_through_the_yaml(content, title, arg):
-    step = StepPlan("odd", title, "why", (WriteFile("/etc/odd", content), Run(("fake-tool", arg))))
+    step = StepPlan(
+        "odd", title, "why", (WriteFile("/etc/odd", content), Command(("fake-tool", arg)))
+    )
     source = source_with([step])
     data = yaml.safe_load(render_cloud_init(source))
     assert data["write_files"][0]["content"] == render_bash(source)

@@ -23,8 +23,9 @@ from gpuwizard.export.dockerfile import PYTHON_LINK, render_dockerfile, run_comm
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import shell_word
 from gpuwizard.facts import NvmlOk
+from gpuwizard.ops import Command
 from gpuwizard.pins import load_pins
-from gpuwizard.plan import Run, StepPlan, Target, WriteFile
+from gpuwizard.plan import StepPlan, Target, WriteFile
 from gpuwizard.planner import Options
 from gpuwizard.recommend.table import load_table
 from gpuwizard.steps import build_plan
@@ -337,20 +338,20 @@ def test_shell_words_keep_every_value_exactly_on_one_line(values: list[str]) -> 
     ("run", "exists", "status"),
     [
         pytest.param(
-            Run(("sh", "-c", "exit 2"), ok_codes=(0, 2)),
+            Command(("sh", "-c", "exit 2"), ok_codes=(0, 2)),
             False,
             0,
             id="an ok exit code other than 0",
         ),
         pytest.param(
-            Run(("sh", "-c", "exit 3"), ok_codes=(0, 2)), False, 1, id="any other code fails"
+            Command(("sh", "-c", "exit 3"), ok_codes=(0, 2)), False, 1, id="any other code fails"
         ),
-        pytest.param(Run(("false",), creates="MARKER"), True, 0, id="creates present: skipped"),
-        pytest.param(Run(("false",), creates="MARKER"), False, 1, id="creates absent: run"),
+        pytest.param(Command(("false",), creates="MARKER"), True, 0, id="creates present: skipped"),
+        pytest.param(Command(("false",), creates="MARKER"), False, 1, id="creates absent: run"),
     ],
 )
 def test_ok_codes_and_creates_mean_in_bash_what_they_mean_to_the_runner(
-    run: Run, exists: bool, status: int, tmp_path: Path
+    run: Command, exists: bool, status: int, tmp_path: Path
 ) -> None:
     bash = shutil.which("bash")
     if bash is None:
@@ -381,7 +382,7 @@ def hostile_source(
         title="A step with hostile values",
         why="property test",
         actions=(
-            Run(
+            Command(
                 ("/usr/local/bin/tool", *argv), env={"GW_VALUE": env_value}, creates=creates or path
             ),
             WriteFile(path, content, mode=0o600),

@@ -34,7 +34,7 @@ import pytest
 from gpuwizard.detect import detect_host
 from gpuwizard.facts import HostFacts
 from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.plan import Plan, Run
+from gpuwizard.plan import Plan, WriteFile
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
@@ -73,7 +73,7 @@ class Call:
 
     @property
     def key(self) -> tuple[str, ...]:
-        """argv with the program's folder dropped, as the plan's Run.argv is compared."""
+        """argv with the program's folder dropped, as a planned command's argv is compared."""
         return command_key(self.argv)
 
 
@@ -84,11 +84,11 @@ def command_key(argv: tuple[str, ...]) -> tuple[str, ...]:
 def planned_commands(plan: Plan, *, reboots: bool = True) -> Counter[tuple[str, ...]]:
     """Every command the plan runs, once each: what a clean install's calls.jsonl holds."""
     return Counter(
-        command_key(action.argv)
+        command_key(action.command().argv)
         for step in plan.steps
         if reboots or not step.reboot
         for action in step.actions
-        if isinstance(action, Run)
+        if not isinstance(action, WriteFile)
     )
 
 

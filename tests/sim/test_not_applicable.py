@@ -18,7 +18,7 @@ end-to-end version would add nothing:
   step's timeout can be shortened from outside without a test-only knob in the product. The
   watchdog, the process-group kill and the report are tested on the pty driver in
   tests/runner/test_pty.py; what the runner does with the failed action is the same as T31's.
-- T32 window size and a missing working directory: a plan's ``Run`` has no working directory,
+- T32 window size and a missing working directory: a plan's command has no working directory,
   and the 200-column pty and the cwd check are properties of the pty driver, tested in
   tests/runner/test_pty.py.
 - T36 and T37 are tested where the values meet YAML and shell: the exporters

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from gpuwizard.facts import AptSource, Environment, HostFacts, NvmlGpu, NvmlOk, Package
-from gpuwizard.plan import Run, WriteFile
+from gpuwizard.ops import AptUpdate, Command
+from gpuwizard.plan import WriteFile
 from gpuwizard.planner import Options, plan_for, selection_for
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices, Recommendation
@@ -40,7 +41,7 @@ def with_kernels(
 
 
 def runs(plan, step_id: str) -> list[tuple[str, ...]]:
-    return [a.argv for a in plan.step(step_id).actions if isinstance(a, Run)]
+    return [a.command().argv for a in plan.step(step_id).actions if not isinstance(a, WriteFile)]
 
 
 # ----------------------------------------------------------------------------- headers (B1)
@@ -145,7 +146,7 @@ def test_the_pip_upgrade_must_reach_the_index(table):
 def test_debian_s_own_driver_enables_non_free_from_the_mirrors_in_use(table):
     _, plan = planned(table, facts_of(T4), NATIVE)
     write, update = plan.step("enable-debian-nonfree").actions
-    assert isinstance(write, WriteFile) and isinstance(update, Run)
+    assert isinstance(write, WriteFile) and isinstance(update, AptUpdate)
     assert (
         "URIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\n" in write.content
     )
@@ -186,7 +187,8 @@ def test_where_nothing_needs_a_reboot_the_driver_is_loaded_now(table):
     )
     assert runs(plan, "load-nvidia-driver") == [("modprobe", "nvidia"), ("modprobe", "nvidia_uvm")]
     assert all(
-        a.ok_codes == (0, 1) for a in plan.step("load-nvidia-driver").actions if isinstance(a, Run)
+        isinstance(a, Command) and a.ok_codes == (0, 1)
+        for a in plan.step("load-nvidia-driver").actions
     )
     assert "only if the driver could not be loaded" in plan.step("reboot").title
 

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from gpuwizard.facts import Package
-from gpuwizard.plan import APT_ENV, Run, WriteFile
+from gpuwizard.ops import AptInstall, AptUpdate, Command, Download
+from gpuwizard.plan import APT_ENV, Action, WriteFile
 from gpuwizard.planner import Options, OptionsError, plan_for, selection_for
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices, Recommendation
@@ -21,6 +22,11 @@ INSTALLABLE = [n for n in PROFILE_NAMES if n != "nogpu-ubuntu2204"]
 ALL_OPTIONS = Options(
     needs_nvcc=True, cudnn=True, docker=True, dcgm=True, nccl=True, hold_driver=True
 )
+
+
+def argv(action: Action) -> tuple[str, ...]:
+    assert not isinstance(action, WriteFile)
+    return action.command().argv
 
 
 def recommendation(table, name: str, needs_nvcc: bool = False) -> Recommendation:
@@ -86,10 +92,12 @@ def test_apt_runs_non_interactive_with_a_lock_timeout(table):
     facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
     driver = next(s for s in steps if s.id == "install-nvidia-driver")
     update, install = driver.plan(facts)
-    assert isinstance(install, Run) and install.env == APT_ENV
-    assert "DPkg::Lock::Timeout=600" in install.argv and "--force-confold" in " ".join(install.argv)
-    assert {"nvidia-driver-580-server-open", "nvidia-utils-580-server"} <= set(install.argv)
-    assert isinstance(update, Run) and update.retry_on_lock
+    assert isinstance(install, AptInstall) and install.command().env == APT_ENV
+    assert "DPkg::Lock::Timeout=600" in argv(install) and "--force-confold" in " ".join(
+        argv(install)
+    )
+    assert {"nvidia-driver-580-server-open", "nvidia-utils-580-server"} <= set(argv(install))
+    assert isinstance(update, AptUpdate), "the runner retries it while the lists are locked"
 
 
 def test_a_pending_kernel_is_applied_and_rebooted_first(table):
@@ -110,9 +118,9 @@ def test_missing_headers_are_installed_for_the_running_kernel(table):
     facts, steps = steps_for(table, "t4-debian12-fresh")
     headers = next(s for s in steps if s.id == "install-headers")
     assert any(
-        "linux-headers-6.1.0-57-cloud-amd64" in a.argv
+        "linux-headers-6.1.0-57-cloud-amd64" in argv(a)
         for a in headers.plan(facts)
-        if isinstance(a, Run)
+        if not isinstance(a, WriteFile)
     )
 
 
@@ -123,20 +131,20 @@ def test_nouveau_blacklist_writes_the_file_and_rebuilds_the_initramfs(table):
         isinstance(write, WriteFile)
         and "blacklist nouveau\noptions nouveau modeset=0" in write.content
     )
-    assert isinstance(rebuild, Run) and rebuild.argv[0] == "update-initramfs"
+    assert isinstance(rebuild, Command) and argv(rebuild)[0] == "update-initramfs"
 
 
 def test_rocky_uses_dracut_and_a_dnf_module_stream(table):
     facts, steps = steps_for(table, "l40sx4-rocky9-fresh")
     plans = {s.id: s.plan(facts) for s in steps}
-    assert plans["blacklist-nouveau"][1].argv[0] == "dracut"
-    assert plans["install-nvidia-driver"][0].argv[-1] == "nvidia-driver:580-open"
+    assert argv(plans["blacklist-nouveau"][1])[0] == "dracut"
+    assert argv(plans["install-nvidia-driver"][0])[-1] == "nvidia-driver:580-open"
     key, repo = plans["add-cuda-repo"]
-    assert isinstance(key, Run) and key.argv[1].endswith("/rhel9/x86_64/D42D0685.pub")
-    assert key.argv[3:5] == ("--fingerprint", "610C7B14E068A878070DA4E99CD0A493D42D0685")
+    assert isinstance(key, Download) and argv(key)[1].endswith("/rhel9/x86_64/D42D0685.pub")
+    assert argv(key)[3:5] == ("--fingerprint", "610C7B14E068A878070DA4E99CD0A493D42D0685")
     assert isinstance(repo, WriteFile) and repo.path == "/etc/yum.repos.d/cuda-rhel9-x86_64.repo"
     assert "gpgcheck=1\ngpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-cuda\n" in repo.content
-    assert plans["install-python"][0].argv[-1] == "python3.12"
+    assert argv(plans["install-python"][0])[-1] == "python3.12"
 
 
 @pytest.mark.parametrize("version", ["10.1", "11.0"])
@@ -149,7 +157,7 @@ def test_rocky_10_holds_the_branch_with_dnf_versionlock_not_a_module_stream(tabl
     rec = recommend(table, target_from_facts(facts, table))
     steps = build_steps(selection_for(facts, rec, Options(), table), facts)
     plans = {s.id: s.plan(facts) for s in steps}
-    argvs = [a.argv for a in plans["install-nvidia-driver"] if isinstance(a, Run)]
+    argvs = [argv(a) for a in plans["install-nvidia-driver"] if not isinstance(a, WriteFile)]
     assert argvs[0] == ("dnf", "versionlock", "add", "*nvidia*580*")
     assert not any("module" in argv for argv in argvs)
     repo_files = [a for a in plans["add-cuda-repo"] if isinstance(a, WriteFile)]
@@ -169,7 +177,7 @@ def test_secure_boot_with_dkms_asks_for_a_mok_password(table):
     steps = build_steps(selection_for(facts, rec, Options(), table), facts)
     mok = next(s for s in steps if s.id == "enroll-mok")
     generate, importing = mok.plan(facts)
-    assert generate.argv == ("dkms", "generate_mok")
+    assert argv(generate) == ("dkms", "generate_mok")
     assert {r.name for r in importing.answers.values()} == {"mok-password"}
     assert mok.needs_reboot and "console" in mok.why
 
@@ -194,15 +202,15 @@ def test_python_38_gets_a_standalone_python_from_a_pinned_uv(table):
     facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")
     python = next(s for s in steps if s.id == "install-python")
     fetch, install = python.plan(facts)
-    assert fetch.argv[0] == "gpuwizard-fetch" and "--sha256" in fetch.argv
-    assert install.argv[1:] == ("python", "install", "3.12")
+    assert argv(fetch)[0] == "gpuwizard-fetch" and "--sha256" in argv(fetch)
+    assert argv(install)[1:] == ("python", "install", "3.12")
 
 
 def test_torch_is_pinned_from_its_index(table):
     facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")  # cu126: PyTorch's own index
     pip, install = next(s for s in steps if s.id == "install-torch").plan(facts)
-    assert pip.argv[-1] == "pip==26.3", "pip itself is pinned"
-    assert install.argv[-4:] == (
+    assert argv(pip)[-1] == "pip==26.3", "pip itself is pinned"
+    assert argv(install)[-4:] == (
         "--index-url",
         "https://download.pytorch.org/whl/cu126",
         "torch==2.14.1",
@@ -216,9 +224,9 @@ def test_pypis_default_torch_build_is_downloaded_against_pinned_hashes(table):
     folder = "/var/cache/gpuwizard/torch-2.14.1-cu130"
     assert isinstance(hashes, WriteFile) and hashes.path == f"{folder}.hashes.txt"
     assert "torch==2.14.1 \\\n    --hash=sha256:" in hashes.content
-    assert "--require-hashes" in download.argv and "--no-deps" in download.argv
-    assert download.argv[-4:] == ("--dest", folder, "-r", hashes.path)
-    assert install.argv[-2:] == (
+    assert "--require-hashes" in argv(download) and "--no-deps" in argv(download)
+    assert argv(download)[-4:] == ("--dest", folder, "-r", hashes.path)
+    assert argv(install)[-2:] == (
         f"{folder}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl",
         f"{folder}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl",
     )

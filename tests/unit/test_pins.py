@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.ops import Download, Fingerprint, NoPin, Sha256
 from gpuwizard.pins import UNCONFIRMED, Unpinned, load_pins, pin_for, pip_for, torch_wheels
-from gpuwizard.plan import Run
 from gpuwizard.recommend.table import load_table
 from gpuwizard.selection import EnvChoice
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
-from gpuwizard.steps.base import DOWNLOAD_TOOL, fetch
+from gpuwizard.steps.base import fetch
 from gpuwizard.steps.create_env import CreateEnv
 from gpuwizard.steps.install_docker import InstallContainerToolkit, InstallDocker
 from gpuwizard.steps.install_python import InstallPython
@@ -40,25 +40,19 @@ def every_download_step():  # type: ignore[no-untyped-def]
         yield InstallContainerToolkit(family)
 
 
-def downloads_of(actions) -> list[Run]:  # type: ignore[no-untyped-def]
-    return [a for a in actions if isinstance(a, Run) and a.argv[:1] == (DOWNLOAD_TOOL,)]
+def downloads_of(actions) -> list[Download]:  # type: ignore[no-untyped-def]
+    return [a for a in actions if isinstance(a, Download)]
 
 
-def arch_of(run: Run) -> str | None:
-    if not run.argv[1].startswith("pypi:"):
-        return None
-    return "aarch64" if "aarch64" in run.argv[2] else None
-
-
-def check_download(run: Run, arch: str | None = None) -> None:
-    url = run.argv[1]
+def check_download(run: Download, arch: str | None = None) -> None:
+    url = run.url
     pin = pin_for(url, arch)
     if pin.sha256:
-        assert ("--sha256", pin.sha256) == run.argv[3:5], url
+        assert run.check == Sha256(pin.sha256), url
     elif pin.fingerprint:
-        assert ("--fingerprint", pin.fingerprint) == run.argv[3:5], url
+        assert run.check == Fingerprint(pin.fingerprint), url
     else:
-        assert pin.status == UNCONFIRMED and run.argv[3] == "--unpinned", url
+        assert pin.status == UNCONFIRMED and run.check == NoPin(), url
 
 
 @pytest.mark.parametrize(
@@ -72,7 +66,7 @@ def test_every_download_a_step_can_plan_carries_its_pin(step) -> None:  # type: 
     runs = downloads_of(step.plan(BARE))
     assert runs, f"{step.id} plans no download here: the list above is stale"
     for run in runs:
-        arch = getattr(step, "arch", None) if run.argv[1].startswith("pypi:") else None
+        arch = getattr(step, "arch", None) if run.url.startswith("pypi:") else None
         check_download(run, arch)
 
 
@@ -81,9 +75,7 @@ def test_every_download_of_every_built_in_plan_carries_its_pin(profile: str) -> 
     for source in (source_for(profile), source_for(profile, ALL_OPTIONS)):
         for step in source.plan.steps:
             for run in downloads_of(step.actions):
-                check_download(
-                    run, source.selection.arch if run.argv[1].startswith("pypi:") else None
-                )
+                check_download(run, source.selection.arch if run.url.startswith("pypi:") else None)
 
 
 def test_a_download_with_no_pin_cannot_be_planned() -> None:

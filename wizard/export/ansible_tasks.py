@@ -1,33 +1,61 @@
-"""The Ansible export's tasks: each plan action as ansible.builtin tasks, with the same pins.
+"""The Ansible export's tasks: each plan operation as ansible.builtin tasks, with the same pins.
 
-Every action maps to an ``ansible.builtin`` task (exhaustively: ``Run | WriteFile``): apt-get and
-dnf to ``apt``/``dnf``, ``dpkg -i`` to ``apt: deb``, ``apt-mark hold`` to ``dpkg_selections``,
-systemctl to ``systemd_service``, reboot to ``reboot``, gpuwizard's downloads to ``get_url``
-with their pinned SHA-256 (keys through ``get_url`` and gpuwizard's own key check, which checks
-the pinned fingerprint and dearmors; never apt-key), pinned pip installs to ``pip`` with the index
-URL and the environment, file writes to ``copy`` with ``content`` and ``mode``; a command with no
-fitting module stays a ``command`` in argv form. A prompt the runner answers becomes ``expect``;
-its secret is asked once by ``vars_prompt`` (hidden, no default) and never written. The download
-folder is made root-only (0700). Where the runner relies on facts the playbook cannot see, the
-task states the end state instead: create-env ``creates`` the environment, downloads first make
-their folder. The playbook is a data structure dumped by a SafeDumper; a value holding Jinja
-delimiters is tagged ``!unsafe`` so Ansible never templates it. Pure: nothing is read or run.
+Every operation maps to ``ansible.builtin`` tasks by its type (a ``match`` that mypy proves
+exhaustive): apt and dnf installs to ``apt``/``dnf`` (with the runner's lock timeout and dpkg
+options), holds to ``dpkg_selections``, services to ``systemd_service``, the reboot to
+``reboot``, downloads to ``get_url`` with their pinned SHA-256 (keys through ``get_url`` and
+gpuwizard's own key check, which checks the pinned fingerprint and dearmors; never apt-key),
+pinned pip installs to ``pip`` with the index URL and the environment, file writes to ``copy``
+with ``content`` and ``mode``; an operation with no fitting module runs as a ``command`` in argv
+form. A prompt the runner answers becomes ``expect``; its secret is asked once by
+``vars_prompt`` (hidden, no default) and never written. The download folder is made root-only
+(0700). Where the runner relies on facts the playbook cannot see, the task states the end state
+instead: create-env ``creates`` the environment, downloads first make their folder. The
+playbook is a data structure dumped by a SafeDumper; a value holding Jinja delimiters is tagged
+``!unsafe`` so Ansible never templates it. Pure: nothing is read or run.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from gpuwizard.export.bash_runtime import KEYCHECK
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import check_path, one_line
+from gpuwizard.ops import (
+    APT_LOCK_TIMEOUT_S,
+    AptFixBroken,
+    AptHold,
+    AptInstall,
+    AptUpdate,
+    AptUpgrade,
+    Command,
+    CondaCreate,
+    DnfInstall,
+    DnfModuleEnable,
+    DnfUpgrade,
+    DnfVersionLock,
+    Download,
+    DpkgConfigure,
+    Fingerprint,
+    MiniforgeInstall,
+    NoPin,
+    PipDownload,
+    PipInstall,
+    Program,
+    Reboot,
+    Service,
+    Sha256,
+    UvPythonInstall,
+    UvVenv,
+    Venv,
+)
 from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import Action, Run, SecretRef, StepPlan, WriteFile, assert_never
-from gpuwizard.steps.base import DOWNLOAD_TOOL
+from gpuwizard.plan import Action, SecretRef, StepPlan, WriteFile, assert_never
 
 Task = dict[str, object]
 REBOOT_TIMEOUT_S = 1800
@@ -45,7 +73,7 @@ EXTRACT_MEMBER = (
 _JINJA = ("{{", "{%", "{#")
 _PYPI = re.compile(r"pypi:([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9._-]*)")
 _ARCH = re.compile(r"[A-Za-z0-9_]+")
-_SERVICE_STATES = {"start": "started", "restart": "restarted", "stop": "stopped"}
+_SERVICE_STATES = {"start": "started", "restart": "restarted"}
 
 
 class Unsafe(str):
@@ -64,148 +92,58 @@ def texts(values: Sequence[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------- the modules
+_DPKG_OPTIONS = "force-confdef,force-confold"
+"""The dpkg options every apt operation passes (keep a locally changed config file)."""
 
 
-def apt_options(rest: list[str], args: dict[str, object]) -> list[str] | None:
-    """Consume apt-get's leading options into apt module arguments; None: one it cannot say."""
-    dpkg: list[str] = []
-    while rest and rest[0].startswith("-"):
-        flag = rest.pop(0)
-        if flag in ("-q", "-qq", "-y", "--yes", "--quiet"):
-            continue
-        if flag == "--no-install-recommends":
-            args["install_recommends"] = False
-            continue
-        if flag != "-o" or not rest:
-            return None
-        key, _, value = rest.pop(0).partition("=")
-        if key == "DPkg::Lock::Timeout" and value.isdigit():
-            args["lock_timeout"] = int(value)
-        elif key == "Dpkg::Options::" and value.startswith("--"):
-            dpkg.append(value[2:])
-        elif key != "Dpkg::Progress-Fancy":
-            return None
-    return dpkg
+def apt_tasks(op: AptUpdate | AptInstall | AptUpgrade) -> list[Task]:
+    """The apt module, with the same lock timeout and dpkg options as the runner's apt-get."""
+    match op:
+        case AptUpdate():
+            return [{"ansible.builtin.apt": {"update_cache": True}}]
+        case AptInstall():
+            recommends = {} if op.recommends else {"install_recommends": False}
+            args = {"name": texts(op.packages), "state": "present"}
+        case AptUpgrade():
+            recommends, args = {}, {"upgrade": "dist"}
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
+    lock = {"lock_timeout": APT_LOCK_TIMEOUT_S}
+    return [{"ansible.builtin.apt": {**lock, **recommends, **args, "dpkg_options": _DPKG_OPTIONS}}]
 
 
-def apt_task(run: Run) -> list[Task] | None:
-    """apt-get [-q] [-y] [-o KEY=VALUE]... update | install PKG... | full-upgrade."""
-    rest = list(run.argv[1:])
-    args: dict[str, object] = {}
-    dpkg = apt_options(rest, args)
-    if dpkg is None:
-        return None
-    command, packages = (rest[0], rest[1:]) if rest else ("", [])
-    if command == "update" and not packages:
-        args["update_cache"] = True
-    elif command == "install" and packages and not any(p.startswith("-") for p in packages):
-        args |= {"name": texts(packages), "state": "present"}
-    elif command in ("full-upgrade", "dist-upgrade") and not packages:
-        args["upgrade"] = "dist"
-    else:
-        return None
-    if dpkg:
-        args["dpkg_options"] = text(",".join(dpkg))
-    return [{"ansible.builtin.apt": args}]
-
-
-def repo_file_task(url: str, directory: str) -> Task:
-    name = PurePosixPath(url.split("?")[0]).name
-    dest = f"{directory}/{name}"
-    return {"ansible.builtin.get_url": {"url": text(url), "dest": text(dest), "mode": "0644"}}
-
-
-def dnf_task(run: Run) -> list[Task] | None:
-    """dnf [-y] [-q] install PKG... | dnf config-manager --add-repo URL."""
-    rest = [a for a in run.argv[1:] if a not in ("-y", "-q", "--assumeyes", "--quiet")]
-    if rest[:1] == ["install"] and len(rest) > 1 and not any(p.startswith("-") for p in rest[1:]):
-        return [{"ansible.builtin.dnf": {"name": texts(rest[1:]), "state": "present"}}]
-    if rest[:2] == ["config-manager", "--add-repo"] and len(rest) == 3:
-        return [repo_file_task(rest[2], "/etc/yum.repos.d")]
-    return None
-
-
-def dpkg_task(run: Run) -> list[Task] | None:
-    if len(run.argv) == 3 and run.argv[1] == "-i":
-        return [{"ansible.builtin.apt": {"deb": text(run.argv[2])}}]
-    return None
-
-
-def apt_mark_task(run: Run) -> list[Task] | None:
-    packages = run.argv[2:]
-    if run.argv[1:2] != ("hold",) or not packages or any(p.startswith("-") for p in packages):
-        return None
+def hold_tasks(op: AptHold) -> list[Task]:
     return [
         {"ansible.builtin.dpkg_selections": {"name": text(p), "selection": "hold"}}
-        for p in packages
+        for p in op.packages
     ]
 
 
-def systemctl_task(run: Run) -> list[Task] | None:
-    argv = run.argv
-    if argv[1:] == ("daemon-reload",):
-        return [{"ansible.builtin.systemd_service": {"daemon_reload": True}}]
-    if len(argv) != 3 or argv[2].startswith("-"):
-        return None
-    verb, unit = argv[1], text(argv[2])
-    if verb in ("enable", "disable"):
-        return [{"ansible.builtin.systemd_service": {"name": unit, "enabled": verb == "enable"}}]
-    if verb in _SERVICE_STATES:
-        return [{"ansible.builtin.systemd_service": {"name": unit, "state": _SERVICE_STATES[verb]}}]
-    return None
+def service_tasks(op: Service) -> list[Task]:
+    unit = text(op.unit)
+    if op.verb == "enable":
+        return [{"ansible.builtin.systemd_service": {"name": unit, "enabled": True}}]
+    return [{"ansible.builtin.systemd_service": {"name": unit, "state": _SERVICE_STATES[op.verb]}}]
 
 
-def reboot_task(run: Run) -> list[Task] | None:
-    if run.argv != ("reboot",):
-        return None
-    return [{"ansible.builtin.reboot": {"reboot_timeout": REBOOT_TIMEOUT_S}}]
+def pip_tasks(op: PipInstall, conda: bool) -> list[Task] | None:
+    """The pip module for a pinned set (NAME==VERSION...); None: wheel files, said as a command.
 
-
-def pip_task(run: Run, conda: bool) -> list[Task] | None:
-    """ENV/bin/python -m pip install [--index-url URL] NAME==VERSION... (pinned sets only)."""
-    python, rest = run.argv[0], list(run.argv[4:])
-    if not python.endswith("/bin/python"):
+    --force-reinstall of a pinned set is the same end state to ansible's pip module: that version
+    present.
+    """
+    if not op.requirements or not all("==" in p and not p.startswith("-") for p in op.requirements):
         return None
-    extra: list[str] = []
-    while rest and rest[0].startswith("-"):
-        flag = rest.pop(0)
-        if flag in ("--index-url", "--extra-index-url") and rest:
-            extra += [flag, rest.pop(0)]
-        elif flag not in ("--quiet", "-q", "--force-reinstall"):
-            # --upgrade of an unpinned package: the command says it as it is. --force-reinstall
-            # of a pinned set is the same end state to ansible's pip module: that version present.
-            return None
-    if not rest or not all("==" in p and not p.startswith("-") for p in rest):
-        return None
-    env = python.removesuffix("/bin/python")
     where: dict[str, object] = (
-        {"executable": text(f"{env}/bin/pip")} if conda else {"virtualenv": text(env)}
+        {"executable": text(f"{op.env}/bin/pip")} if conda else {"virtualenv": text(op.env)}
     )
-    args: dict[str, object] = {"name": texts(rest), "state": "present", **where}
-    if extra:
-        args["extra_args"] = text(shlex.join(extra))
+    args: dict[str, object] = {"name": texts(op.requirements), "state": "present", **where}
+    if op.index_url is not None:
+        args["extra_args"] = text(shlex.join(["--index-url", op.index_url]))
     return [{"ansible.builtin.pip": args}]
 
 
 # -------------------------------------------------------------------- gpuwizard-fetch
-
-
-def fetch_options(run: Run, step_id: str) -> tuple[str, str, dict[str, str]]:
-    """URL, destination and options of a gpuwizard-fetch command."""
-    argv = list(run.argv[1:])
-    if len(argv) < 2:
-        raise ExportError(f"{step_id}: {DOWNLOAD_TOOL} needs a URL and a destination")
-    url, dest, rest = argv[0], check_path(argv[1], f"{step_id}: download path"), argv[2:]
-    options: dict[str, str] = {}
-    while rest:
-        flag = rest.pop(0)
-        if flag in ("--dearmor", "--unpinned"):
-            options[flag] = ""
-        elif flag in ("--sha256", "--fingerprint", "--member") and rest:
-            options[flag] = rest.pop(0)
-        else:
-            raise ExportError(f"{step_id}: {DOWNLOAD_TOOL} option {flag!r} has no Ansible form")
-    return url, dest, options
 
 
 def pypi_url_tasks(spec: str, arch: str, step_id: str) -> tuple[list[Task], str]:
@@ -230,26 +168,27 @@ def pypi_url_tasks(spec: str, arch: str, step_id: str) -> tuple[list[Task], str]
     return [lookup], url
 
 
-def fetch_tasks(run: Run, step_id: str, context: Context) -> list[Task]:
-    url, dest, options = fetch_options(run, step_id)
+def fetch_tasks(fetch: Download, step_id: str, context: Context) -> list[Task]:
+    url, dest = fetch.url, check_path(fetch.dest, f"{step_id}: download path")
     tasks: list[Task] = []
     source: str = text(url)
     if url.startswith("pypi:"):
         tasks, source = pypi_url_tasks(url, context.source.selection.arch, step_id)
-    staged = "--member" in options or "--fingerprint" in options
+    fingerprint = fetch.check.value if isinstance(fetch.check, Fingerprint) else None
+    staged = fetch.member is not None or fingerprint is not None
     download = f"{DOWNLOADS_DIR}/{PurePosixPath(dest).name}.download" if staged else dest
     get: dict[str, object] = {"url": source, "dest": text(download), "mode": "0644"}
-    if "--sha256" in options:
-        get["checksum"] = text(f"sha256:{options['--sha256']}")
+    if isinstance(fetch.check, Sha256):
+        get["checksum"] = text(f"sha256:{fetch.check.value}")
     # get_url, the key check and the extraction all need the folder; gpuwizard-fetch makes it.
     tasks += context.directories(download, dest)
     tasks.append({"ansible.builtin.get_url": get})
-    if "--member" in options:
-        argv = ["python3", "-c", EXTRACT_MEMBER, download, options["--member"], dest]
+    if fetch.member is not None:
+        argv = ["python3", "-c", EXTRACT_MEMBER, download, fetch.member, dest]
         tasks.append(command_task(argv, dest))
-    if "--fingerprint" in options:
+    if fingerprint is not None:
         check = ["python3", "-c", KEYCHECK.read_text(encoding="utf-8"), download]
-        check += [options["--fingerprint"], *(["--dearmor"] if "--dearmor" in options else [])]
+        check += [fingerprint, *(["--dearmor"] if fetch.dearmor else [])]
         tasks.append(command_task(check, dest))
         copy = {"src": text(download), "dest": text(dest), "remote_src": True, "mode": "0644"}
         tasks.append({"ansible.builtin.copy": copy})
@@ -298,32 +237,24 @@ def command_task(argv: Sequence[str], creates: str | None) -> Task:
     return task
 
 
-ModuleMapper = Callable[[Run], "list[Task] | None"]
-MAPPERS: Mapping[str, ModuleMapper] = {
-    "apt-get": apt_task,
-    "dnf": dnf_task,
-    "dpkg": dpkg_task,
-    "apt-mark": apt_mark_task,
-    "systemctl": systemctl_task,
-    "reboot": reboot_task,
-}
-
-
-def default_creates(run: Run, step: StepPlan, env_path: str) -> str | None:
+def default_creates(op: Program, step: StepPlan, env_path: str) -> str | None:
     """What makes a command done: the plan's ``creates``, or for create-env the environment.
 
     The runner plans create-env only where the environment is missing; a playbook reruns on
     every server, so its ``creates`` keeps a rerun from clearing an environment already built.
     """
-    if run.creates is not None or step.id != "create-env":
-        return run.creates
-    argv = run.argv
-    if argv[0] == "bash" and "-p" in argv[:-1]:
-        return f"{argv[argv.index('-p') + 1]}/bin/conda"
-    return f"{env_path}/bin/python" if env_path in argv else None
+    own = op.command().creates
+    if own is not None or step.id != "create-env":
+        return own
+    match op:
+        case MiniforgeInstall():
+            return f"{op.prefix}/bin/conda"
+        case Venv() | UvVenv() | CondaCreate() if op.path == env_path:
+            return f"{env_path}/bin/python"
+    return None
 
 
-def expect_task(run: Run, creates: str | None, secrets: Mapping[str, str]) -> Task:
+def expect_task(run: Command, creates: str | None, secrets: Mapping[str, str]) -> Task:
     responses: dict[str, str] = {}
     for prompt, reply in run.answers.items():
         if isinstance(reply, SecretRef):
@@ -343,24 +274,49 @@ def expect_task(run: Run, creates: str | None, secrets: Mapping[str, str]) -> Ta
     return task
 
 
-def run_tasks(run: Run, step: StepPlan, context: Context) -> list[Task]:
-    if not run.argv:
-        raise ExportError(f"{step.id}: a command with no program")
+def program_tasks(op: Program, step: StepPlan, context: Context) -> list[Task]:
+    """An ansible.builtin module where one says the same end state; else the command itself."""
     selection = context.source.selection
-    creates = default_creates(run, step, check_path(selection.env.path, "environment path"))
+    creates = default_creates(op, step, check_path(selection.env.path, "environment path"))
     if creates is not None:
         check_path(creates, f"{step.id}: creates path")
+    mapped = module_tasks(op, step.id, context) if creates is None else None
+    return mapped if mapped is not None else command_tasks(op, step.id, creates, context)
+
+
+def module_tasks(op: Program, step_id: str, context: Context) -> list[Task] | None:  # noqa: RET503 - exhaustive
+    """The module tasks for an operation; None: it has no module, so it runs as a command."""
+    match op:
+        case AptUpdate() | AptInstall() | AptUpgrade():
+            return apt_tasks(op)
+        case AptHold():
+            return hold_tasks(op)
+        case DnfInstall():
+            return [{"ansible.builtin.dnf": {"name": texts(op.packages), "state": "present"}}]
+        case Download():
+            return fetch_tasks(op, step_id, context)
+        case Service():
+            return service_tasks(op)
+        case Reboot():
+            return [{"ansible.builtin.reboot": {"reboot_timeout": REBOOT_TIMEOUT_S}}]
+        case PipInstall():
+            return pip_tasks(op, context.source.selection.env.kind == "conda")
+        case (
+            DpkgConfigure() | AptFixBroken() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock()
+            | PipDownload() | Venv() | UvVenv() | UvPythonInstall() | CondaCreate()
+            | MiniforgeInstall() | Command()
+        ):  # fmt: skip
+            return None
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
+
+
+def command_tasks(op: Program, step_id: str, creates: str | None, context: Context) -> list[Task]:
+    run = op.command()
+    if not run.argv:
+        raise ExportError(f"{step_id}: a command with no program")
     if run.answers:
         return [expect_task(run, creates, context.secrets)]
-    if run.argv[0] == DOWNLOAD_TOOL:
-        return fetch_tasks(run, step.id, context)
-    mapped: list[Task] | None = None
-    if run.argv[1:4] == ("-m", "pip", "install"):
-        mapped = pip_task(run, selection.env.kind == "conda")
-    elif run.argv[0] in MAPPERS and creates is None:
-        mapped = MAPPERS[run.argv[0]](run)
-    if mapped is not None:
-        return mapped
     task = command_task(run.argv, creates)
     task["timeout"] = int(run.timeout_s)
     extra = sorted({c for c in run.ok_codes if c != 0})
@@ -381,40 +337,67 @@ def write_task(write: WriteFile, step_id: str) -> Task:
     return {"ansible.builtin.copy": args}
 
 
-def action_tasks(action: Action, step: StepPlan, context: Context) -> list[Task]:  # noqa: RET503 - exhaustive
+def action_tasks(action: Action, step: StepPlan, context: Context) -> list[Task]:
     match action:
-        case Run():
-            tasks = run_tasks(action, step, context)
-            env = {text(k): text(v) for k, v in action.env.items()}
-            return [{**t, "environment": env} if env else t for t in tasks]
         case WriteFile():
             private = action.path.startswith(DOWNLOADS_DIR + "/")
             return [
                 *(context.directories(action.path) if private else []),
                 write_task(action, step.id),
             ]
-        case _:  # pragma: no cover - exhaustive
-            assert_never(action)
+        case _:
+            tasks = program_tasks(action, step, context)
+            env = {text(k): text(v) for k, v in action.command().env.items()}
+            return [{**t, "environment": env} if env else t for t in tasks]
 
 
 def describe(action: Action) -> str:
     """The action in a few words for a task name: package tools without their -o/-q/-y noise."""
-    if isinstance(action, WriteFile):
-        return one_line(action.display())
-    if action.argv[:1] == (DOWNLOAD_TOOL,) and len(action.argv) > 2:
-        url, dest = action.argv[1:3]
-        note = " (UNCONFIRMED: no pinned checksum)" if "--unpinned" in action.argv else ""
-        return one_line(f"download {PurePosixPath(url).name} to {dest}{note}")
-    words, argv = [], list(action.argv)
-    quiet = argv[0] in ("apt-get", "dnf")
-    while argv:
-        word = argv.pop(0)
-        if quiet and word == "-o" and argv:
-            argv.pop(0)
-        elif not (quiet and word in ("-q", "-y")):
-            words.append(f"<script, {word.count(chr(10)) + 1} lines>" if "\n" in word else word)
-    shown = one_line(shlex.join(words))
-    return shown if len(shown) <= 80 else shown[:77] + "..."
+    match action:
+        case WriteFile():
+            return one_line(action.display())
+        case Download():
+            note = " (UNCONFIRMED: no pinned checksum)" if isinstance(action.check, NoPin) else ""
+            return one_line(f"download {PurePosixPath(action.url).name} to {action.dest}{note}")
+        case AptUpdate() | AptInstall() | AptUpgrade() | AptFixBroken():
+            words = _apt_words(action)
+        case DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
+            words = _dnf_words(action)
+        case _:
+            words = action.command().argv
+    shown = [f"<script, {w.count(chr(10)) + 1} lines>" if "\n" in w else w for w in words]
+    line = one_line(shlex.join(shown))
+    return line if len(line) <= 80 else line[:77] + "..."
+
+
+def _apt_words(op: AptUpdate | AptInstall | AptUpgrade | AptFixBroken) -> tuple[str, ...]:  # noqa: RET503 - exhaustive
+    """apt-get and what it does, without the options every call carries."""
+    match op:
+        case AptUpdate():
+            return ("apt-get", "update")
+        case AptInstall():
+            no_recommends = () if op.recommends else ("--no-install-recommends",)
+            return ("apt-get", *no_recommends, "install", *op.packages)
+        case AptUpgrade():
+            return ("apt-get", "full-upgrade")
+        case AptFixBroken():
+            return ("apt-get", "--no-remove", "-f", "install")
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
+
+
+def _dnf_words(op: DnfInstall | DnfUpgrade | DnfModuleEnable | DnfVersionLock) -> tuple[str, ...]:  # noqa: RET503 - exhaustive
+    match op:
+        case DnfInstall():
+            return ("dnf", "install", *op.packages)
+        case DnfUpgrade():
+            return ("dnf", "upgrade")
+        case DnfModuleEnable():
+            return ("dnf", "module", "enable", op.stream)
+        case DnfVersionLock():
+            return ("dnf", "versionlock", "add", op.spec)
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
 
 
 def step_tasks(step: StepPlan, context: Context) -> list[Task]:

@@ -31,10 +31,34 @@ from gpuwizard.export.bash_words import (
 )
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
+from gpuwizard.ops import (
+    AptFixBroken,
+    AptHold,
+    AptInstall,
+    AptUpdate,
+    AptUpgrade,
+    Command,
+    CondaCreate,
+    DnfInstall,
+    DnfModuleEnable,
+    DnfUpgrade,
+    DnfVersionLock,
+    Download,
+    DpkgConfigure,
+    Fingerprint,
+    MiniforgeInstall,
+    PipDownload,
+    PipInstall,
+    Program,
+    Reboot,
+    Service,
+    UvPythonInstall,
+    UvVenv,
+    Venv,
+)
 from gpuwizard.plan import (
     Action,
     Plan,
-    Run,
     SecretRef,
     StepPlan,
     Target,
@@ -42,18 +66,9 @@ from gpuwizard.plan import (
     assert_never,
     secrets_in,
 )
-from gpuwizard.steps.base import DOWNLOAD_TOOL
 
 HEREDOC = "GPUWIZARD_EOF"
 _STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_FETCH_OPTIONS = {
-    "--sha256": True,
-    "--fingerprint": True,
-    "--unpinned": False,
-    "--member": True,
-    "--dearmor": False,
-}
-"""gpuwizard-fetch's options: whether each takes a value."""
 
 
 def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
@@ -97,7 +112,7 @@ def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
 
 def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
     return any(
-        isinstance(a, Run) and a.argv[:1] == (DOWNLOAD_TOOL,) and "--fingerprint" in a.argv
+        isinstance(a, Download) and isinstance(a.check, Fingerprint)
         for step in runnable
         for a in step.actions
     )
@@ -258,9 +273,9 @@ def _finish_lines(plan: Plan) -> list[str]:
 
 def _reboot_line(step: StepPlan) -> str:
     """The runner runs a reboot step's first action only, so anything more is refused."""
-    if len(step.actions) != 1 or not isinstance(step.actions[0], Run):
+    if len(step.actions) != 1 or isinstance(step.actions[0], WriteFile):
         raise ExportError(f"step {step.id}: a reboot step must be exactly one command")
-    run = step.actions[0]
+    run = step.actions[0].command()
     if run.answers or run.creates:
         raise ExportError(
             f"step {step.id}: a reboot command with prompts or `creates` cannot be exported"
@@ -279,23 +294,35 @@ def _reboot_line(step: StepPlan) -> str:
 # ----------------------------------------------------------------------------------- actions
 def _action_lines(step: StepPlan, action: Action, root: str) -> list[str]:  # noqa: RET503 - exhaustive
     match action:
-        case Run() if action.argv[:1] == (DOWNLOAD_TOOL,):
+        case Download():
             return [_fetch_line(step, action, root)]
-        case Run():
-            return [_run_line(step, action, root)]
         case WriteFile():
             return [_write_text(step, action, root)]
+        case AptUpdate():
+            # apt's lock timeout does not cover the lists lock: gw_run retries, as the runner does
+            return [_run_line(step, action, root, retry=True)]
+        case AptInstall() | AptUpgrade() | AptHold() | DpkgConfigure() | AptFixBroken():
+            return [_run_line(step, action, root)]
+        case DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
+            return [_run_line(step, action, root)]
+        case Service() | Reboot() | Command():
+            return [_run_line(step, action, root)]
+        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
+            return [_run_line(step, action, root)]
+        case CondaCreate() | MiniforgeInstall():
+            return [_run_line(step, action, root)]
         case _:  # pragma: no cover - exhaustive
             assert_never(action)
 
 
-def _run_line(step: StepPlan, run: Run, root: str) -> str:
+def _run_line(step: StepPlan, op: Program, root: str, *, retry: bool = False) -> str:
+    run = op.command()
     words = ["gw_run"]
     if run.ok_codes != (0,):
         words += ["--ok", quote(" ".join(str(code) for code in run.ok_codes))]
     if run.answers:
         words.append("--stdin")
-    if run.retry_on_lock:
+    if retry:
         words.append("--retry")
     words += [*env_words(step.id, run.env), "--", *argv_words(step.id, run.argv)]
     if run.answers:
@@ -303,20 +330,11 @@ def _run_line(step: StepPlan, run: Run, root: str) -> str:
     return wrap([*_creates_words(step, run, root), *words])
 
 
-def _fetch_line(step: StepPlan, run: Run, root: str) -> str:
+def _fetch_line(step: StepPlan, fetch: Download, root: str) -> str:
     """gpuwizard-fetch URL DEST [options]: the target has no gpuwizard, so gw_fetch does it."""
-    if run.env or run.answers or run.ok_codes != (0,) or len(run.argv) < 3:
-        raise ExportError(f"step {step.id}: this {DOWNLOAD_TOOL} call cannot be exported")
-    url, _destination, *options = argv_words(step.id, run.argv)[1:]
-    raw = run.argv[3:]
-    index = 0
-    while index < len(raw):
-        takes_value = _FETCH_OPTIONS.get(raw[index])
-        if takes_value is None or (takes_value and index + 1 >= len(raw)):
-            raise ExportError(f"step {step.id}: unknown {DOWNLOAD_TOOL} option {raw[index]!r}")
-        index += 2 if takes_value else 1
-    target = rooted(step.id, "download destination", run.argv[2], root)
-    return wrap([*_creates_words(step, run, root), "gw_fetch", url, target, *options])
+    url, *options = argv_words(step.id, (fetch.url, *fetch.options()))
+    target = rooted(step.id, "download destination", fetch.dest, root)
+    return wrap(["gw_fetch", url, target, *options])
 
 
 def _write_text(step: StepPlan, write: WriteFile, root: str) -> str:
@@ -348,7 +366,7 @@ def _delimiter(content: str) -> str:
     return delimiter
 
 
-def _reply_words(step: StepPlan, run: Run) -> list[str]:
+def _reply_words(step: StepPlan, run: Command) -> list[str]:
     """Replies fed on stdin in the plan's order; a secret as its in-memory variable."""
     words = []
     for reply in run.answers.values():
@@ -361,7 +379,7 @@ def _reply_words(step: StepPlan, run: Run) -> list[str]:
     return words
 
 
-def _creates_words(step: StepPlan, run: Run, root: str) -> list[str]:
+def _creates_words(step: StepPlan, run: Command, root: str) -> list[str]:
     if run.creates is None:
         return []
     return ["[[", "-e", rooted(step.id, "`creates` path", run.creates, root), "]]", "||"]

@@ -24,12 +24,37 @@ from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, package
 from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
 from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
 from gpuwizard.facts import Installs, PythonEnv
-from gpuwizard.paths import DOWNLOADS_DIR, PYTHONS_DIR
+from gpuwizard.ops import (
+    DOWNLOAD_TOOL,
+    AptFixBroken,
+    AptHold,
+    AptInstall,
+    AptUpdate,
+    AptUpgrade,
+    Command,
+    CondaCreate,
+    DnfInstall,
+    DnfModuleEnable,
+    DnfUpgrade,
+    DnfVersionLock,
+    Download,
+    DpkgConfigure,
+    MiniforgeInstall,
+    PipDownload,
+    PipInstall,
+    Program,
+    Reboot,
+    Service,
+    UvPythonInstall,
+    UvVenv,
+    Venv,
+)
+from gpuwizard.paths import DOWNLOADS_DIR
 from gpuwizard.pins import image_digest, load_pins
-from gpuwizard.plan import Action, Run, StepPlan, Target, WriteFile, assert_never, uses_downloads
+from gpuwizard.plan import Action, StepPlan, Target, WriteFile, assert_never, uses_downloads
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.steps import build_steps
-from gpuwizard.steps.base import DOWNLOAD_TOOL, install_packages
+from gpuwizard.steps.base import install_packages
 from gpuwizard.steps.install_python import UV_VERSION, os_packages
 
 UV_IMAGE = f"ghcr.io/astral-sh/uv:{UV_VERSION}"
@@ -69,40 +94,47 @@ def _env_value(value: str) -> str:
 # ---------------------------------------------------------------------- image commands
 
 
-def _insert_after(argv: Sequence[str], word: str, extra: str) -> tuple[str, ...]:
-    at = list(argv).index(word) + 1
-    return (*argv[:at], extra, *argv[at:])
-
-
-def image_argv(argv: Sequence[str]) -> tuple[str, ...]:
+def image_command(op: Program, step_id: str) -> Command:  # noqa: RET503 - exhaustive
     """The command as an image build runs it: no recommended extras, no caches kept in layers.
 
     dnf keeps its weak dependencies: RHEL's python3.X may find ensurepip's wheels only that way.
     """
-    if argv[:1] == ("apt-get",) and "install" in argv:
-        return _insert_after(argv, "install", "--no-install-recommends")
-    if len(argv) > 3 and tuple(argv[1:4]) == ("-m", "pip", "install"):
-        return _insert_after(argv, "install", "--no-cache-dir")
-    return tuple(argv)
+    match op:
+        case AptInstall() | PipInstall():
+            return op.image_command()
+        case Download():
+            raise ExportError(
+                f"{step_id}: {DOWNLOAD_TOOL} is gpuwizard's own tool, not in the image"
+            )
+        case AptUpdate() | AptUpgrade() | AptHold() | DpkgConfigure() | AptFixBroken():
+            return op.command()
+        case DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
+            return op.command()
+        case Service() | Reboot() | Command():
+            return op.command()
+        case PipDownload() | Venv() | UvVenv() | UvPythonInstall() | CondaCreate():
+            return op.command()
+        case MiniforgeInstall():
+            return op.command()
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
 
 
-def run_command(run: Run, step_id: str) -> str:
-    """One Run as a bash command line; its env as assignments, ``creates`` as a test."""
+def run_command(run: Command, step_id: str) -> str:
+    """One command as a bash command line; its env as assignments, ``creates`` as a test."""
     if run.answers:
         raise ExportError(
             f"{step_id}: the command answers prompts ({run.display()}); a docker build cannot"
         )
     if not run.argv:
         raise ExportError(f"{step_id}: a command with no program")
-    if run.argv[0] == DOWNLOAD_TOOL:
-        raise ExportError(f"{step_id}: {DOWNLOAD_TOOL} is gpuwizard's own tool, not in the image")
     for name in run.env:
         if not ENV_NAME.fullmatch(name):
             raise ExportError(f"{step_id}: {name!r} is not an environment variable name")
     words = [f"{k}={shell_word(v)}" for k, v in run.env.items()]
     if not run.argv[0].isprintable():
         words.append("command")  # ShellCheck's SC2289 reads a tab in a program's name as a typo
-    command = " ".join(words + [shell_word(a) for a in image_argv(run.argv)])
+    command = " ".join(words + [shell_word(a) for a in run.argv])
     extra = sorted({c for c in run.ok_codes if c != 0})
     if extra:
         codes = "|".join(str(c) for c in extra)
@@ -126,14 +158,12 @@ def write_commands(write: WriteFile, step_id: str) -> list[str]:
     ]
 
 
-def action_commands(action: Action, step_id: str) -> list[str]:  # noqa: RET503 - exhaustive
+def action_commands(action: Action, step_id: str) -> list[str]:
     match action:
-        case Run():
-            return [run_command(action, step_id)]
         case WriteFile():
             return write_commands(action, step_id)
-        case _:  # pragma: no cover - exhaustive
-            assert_never(action)
+        case _:
+            return [run_command(image_command(action, step_id), step_id)]
 
 
 @dataclass(frozen=True)
@@ -158,9 +188,8 @@ _SINGLE_WHY = ("DL3059", "one RUN per plan step, so that each step is its own la
 def layer(comment: str, actions: Iterable[Action], step_id: str) -> Layer:
     actions = tuple(actions)
     commands = [c for a in actions for c in action_commands(a, step_id)]
-    runs = [a.argv for a in actions if isinstance(a, Run)]
-    apt = any(r[:1] == ("apt-get",) and "install" in r for r in runs)
-    dnf = any(r[:1] == ("dnf",) and "install" in r for r in runs)
+    apt = any(isinstance(a, AptInstall) for a in actions)
+    dnf = any(isinstance(a, DnfInstall) for a in actions)
     commands += ["rm -rf /var/lib/apt/lists/*"] if apt else []
     commands += ["dnf clean all"] if dnf else []
     # Checked downloads (the torch wheels) are installed, then dropped: not kept in the layer.
@@ -177,15 +206,11 @@ def environment_layer(source: ExportSource, os: ImageOs, table: CompatTable) -> 
     if packaged:
         actions: list[Action] = [
             *install_packages(os.family, os_packages(os.family, env.python)),
-            Run((f"/usr/bin/python{env.python}", "-m", "venv", "--clear", path)),
+            Venv(f"/usr/bin/python{env.python}", path),
         ]
         where = f"{os.name} packages Python {env.python}"
     else:
-        uv_env = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
-        actions = [
-            Run((UV_IN_IMAGE, "python", "install", env.python), env=uv_env),
-            Run((UV_IN_IMAGE, "venv", "--seed", "--python", env.python, path), env=uv_env),
-        ]
+        actions = [UvPythonInstall(UV_IN_IMAGE, env.python), UvVenv(UV_IN_IMAGE, env.python, path)]
         where = f"{os.name} has no Python {env.python} package, so uv installs a standalone CPython"
     kind = (
         " (a conda environment on the host; pip installs torch either way)"

@@ -4,9 +4,11 @@ Never decides what to run; that is the plan's job. Commands get a fixed environm
 per step, their known prompts answered and their secret prompts routed to the person. Two apt
 troubles are handled here, where they happen: a lock held by another apt (wait and retry with
 backoff, name the holder, never delete the lock) and an interrupted dpkg: checked before every
-apt or dpkg command (a crash mid-apt leaves one, T12) and recognised in apt's output (T16); either
-way ``dpkg --configure -a`` runs once, non-interactively, before the command (again), followed by
-``apt-get -f install`` when dpkg still reports a package left half-installed.
+apt-get update, install and upgrade (a crash mid-apt leaves one, T12) and recognised in apt's
+output (T16); either way ``dpkg --configure -a`` runs once, non-interactively, before the command
+(again), followed by ``apt-get -f install`` when dpkg still reports a package left
+half-installed. Which operation gets which care is decided by its type (``care_for``), never by
+reading its argv.
 """
 
 from __future__ import annotations
@@ -24,12 +26,35 @@ from typing import BinaryIO
 from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
+from gpuwizard.ops import (
+    AptFixBroken,
+    AptHold,
+    AptInstall,
+    AptUpdate,
+    AptUpgrade,
+    Command,
+    CondaCreate,
+    DnfInstall,
+    DnfModuleEnable,
+    DnfUpgrade,
+    DnfVersionLock,
+    Download,
+    DpkgConfigure,
+    MiniforgeInstall,
+    PipDownload,
+    PipInstall,
+    Program,
+    Reboot,
+    Service,
+    UvPythonInstall,
+    UvVenv,
+    Venv,
+)
 from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import Action, Run, WriteFile, assert_never, uses_downloads
+from gpuwizard.plan import Action, WriteFile, assert_never, uses_downloads
 from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
-from gpuwizard.steps.repair_dpkg import configure_pending, fix_broken, is_repair
 
 BASE_ENV = {
     "PATH": SAFE_PATH,
@@ -46,15 +71,43 @@ LOCK_HOLDER = re.compile(r"held by process (\d+)(?: \(([^)]*)\))?")
 LOCK_RETRIES = 5
 LOCK_BACKOFF_S = 1.0
 """The n-th retry waits LOCK_BACKOFF_S * 2**n seconds: 2, 4, 8, 16, 32 (about a minute in all)."""
-PACKAGE_TOOLS = ("apt-get", "apt", "dpkg")
-"""Commands that need a consistent dpkg database; an interrupted one is repaired first."""
-REPAIR = configure_pending()
-FIX_BROKEN = fix_broken()
+REPAIR = DpkgConfigure().command()
+FIX_BROKEN = AptFixBroken().command()
+
+
+@dataclass(frozen=True)
+class Care:
+    """What the executor does around an operation besides running its command."""
+
+    repair_first: bool = False
+    """It needs a consistent dpkg database: an interrupted one is repaired first."""
+    retry_on_lock: bool = False
+    """apt's lock timeout does not cover the lists lock (netlab#2473): retry with backoff."""
+
+
+def care_for(op: Program) -> Care:  # noqa: RET503 - the match is exhaustive
+    match op:
+        case AptUpdate():
+            return Care(repair_first=True, retry_on_lock=True)
+        case AptInstall() | AptUpgrade():
+            return Care(repair_first=True)
+        case DpkgConfigure() | AptFixBroken():
+            return Care()  # the repairs themselves
+        case AptHold() | DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
+            return Care()
+        case Download() | Service() | Reboot() | Command():
+            return Care()
+        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
+            return Care()
+        case CondaCreate() | MiniforgeInstall():
+            return Care()
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)
 
 
 @dataclass(frozen=True)
 class Tools:
-    """How a Run's argv[0] becomes a program on this host.
+    """How a command's argv[0] becomes a program on this host.
 
     gpuwizard's own tools (``gpuwizard-fetch``) run from its installation; everything else is
     found on the fixed PATH, or, in the simulation, goes through ``shim`` so that nothing real is
@@ -122,28 +175,31 @@ class Executor:
         failpoint("executor.after_run")  # done, not yet recorded: a crash here re-runs it
         return outcome
 
-    def _carry_out(self, step_id: str, action: Action) -> Outcome:  # noqa: RET503 - the match is exhaustive
+    def _carry_out(self, step_id: str, action: Action) -> Outcome:
         if uses_downloads(action):
             # What is downloaded there is run or installed from there: only root may enter.
             make_private_dir(self.host.path(DOWNLOADS_DIR))
         match action:
-            case Run():
-                return self.run(step_id, action)
             case WriteFile():
                 return self.write(step_id, action)
-            case _:  # pragma: no cover - exhaustive
-                assert_never(action)
+            case _:
+                return self.run(step_id, action)
 
     # ------------------------------------------------------------------------------ commands
-    def run(self, step_id: str, action: Run) -> Outcome:
+    def run(self, step_id: str, op: Program) -> Outcome:
+        action, care = op.command(), care_for(op)
         if action.creates and self.host.exists(action.creates):
             return Outcome(True, f"skipped: {action.creates} exists")
-        if self._needs_repair(action) and not self._repair(
-            step_id,
-            "dpkg was left interrupted by an earlier run; running dpkg --configure -a first",
+        if (
+            care.repair_first
+            and read_dpkg(self.host).interrupted
+            and not self._repair(
+                step_id,
+                "dpkg was left interrupted by an earlier run; running dpkg --configure -a first",
+            )
         ):
             return Outcome(False, "dpkg --configure -a failed: the package database needs repair")
-        result = self._spawn_waiting_for_lock(step_id, action)
+        result = self._spawn_waiting_for_lock(step_id, action, care.retry_on_lock)
         if not self._ok(action, result) and self._interrupted(result):
             if self._repair(
                 step_id, "apt says dpkg was interrupted; running dpkg --configure -a, then again"
@@ -158,10 +214,12 @@ class Executor:
                 )
         return Outcome(self._ok(action, result), result.describe(), result.last_lines)
 
-    def _spawn_waiting_for_lock(self, step_id: str, action: Run) -> RunResult | Outcome:
+    def _spawn_waiting_for_lock(
+        self, step_id: str, action: Command, retry_on_lock: bool
+    ) -> RunResult | Outcome:
         attempt, result = 0, self._spawn(step_id, action)
         while (
-            action.retry_on_lock
+            retry_on_lock
             and not self._ok(action, result)
             and self._locked(result)
             and attempt < LOCK_RETRIES
@@ -176,11 +234,6 @@ class Executor:
             self.sleep(wait_s)
             result = self._spawn(step_id, action)
         return result
-
-    def _needs_repair(self, action: Run) -> bool:
-        if action.argv[0] not in PACKAGE_TOOLS or is_repair(action.argv):
-            return False
-        return read_dpkg(self.host).interrupted
 
     def _repair(self, step_id: str, note: str) -> bool:
         """One ``dpkg --configure -a``, noninteractive, keeping local config files (T12, T16);
@@ -202,7 +255,7 @@ class Executor:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         return os.fdopen(os.open(self.log_path(step_id), flags, 0o600), "ab")
 
-    def _spawn(self, step_id: str, action: Run) -> RunResult | Outcome:
+    def _spawn(self, step_id: str, action: Command) -> RunResult | Outcome:
         failpoint("executor.before_run")
         argv = self.tools.resolve(action.argv)
         answers = [Answer(re.compile(pattern), reply) for pattern, reply in action.answers.items()]
@@ -227,7 +280,7 @@ class Executor:
                 self._emit(step_id, quota.finish())  # the lines it ended with name the error
 
     @staticmethod
-    def _ok(action: Run, result: RunResult | Outcome) -> bool:
+    def _ok(action: Command, result: RunResult | Outcome) -> bool:
         if isinstance(result, Outcome):
             return result.ok
         return (

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.failpoints import failpoint
-from gpuwizard.plan import Plan
+from gpuwizard.plan import Plan, current_plan_data
 from gpuwizard.runner.files import write_atomic
 from gpuwizard.selection import Selection
 
@@ -109,7 +109,9 @@ def parse(text: str) -> JournalData:
         raise CodecError(
             f"schema {data.get('schema') if isinstance(data, dict) else None!r} is not {SCHEMA}"
         )
-    journal: JournalData = from_jsonable(JournalData, data)
+    # A run in progress when gpuwizard was upgraded has a schema-1 plan: read it typed.
+    plan = current_plan_data(data.get("plan"), "$.plan")
+    journal: JournalData = from_jsonable(JournalData, {**data, "plan": plan})
     return journal
 
 
