@@ -226,15 +226,18 @@ def mokutil(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimStat
 def _ask(prompt: str, echo: str) -> str:
     import termios  # only mokutil's stand-in reads a password
 
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
     fd = sys.stdin.fileno()
     old = termios.tcgetattr(fd) if sys.stdin.isatty() else None
-    if old is not None:
-        mode = list(old)
-        if echo != "off":  # the terminal repeats what is typed until the program stops it (T25)
-            mode[3] |= termios.ECHO
-            termios.tcsetattr(fd, termios.TCSANOW, mode)
+    mode = list(old) if old is not None else None
+    if mode is not None and echo != "off":
+        # A terminal repeats what is typed until the program stops it (T25), from before the
+        # prompt: echo goes on first, or a reply sent at the prompt meets a terminal that was
+        # never echoing (a window no real terminal has).
+        mode[3] |= termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    if mode is not None:
         if echo == "late":
             time.sleep(0.3)
         if echo != "on":
