@@ -132,13 +132,13 @@ def run_session(
 ) -> int:
     """Run (or resume) the journal's plan; ``host_view`` gives a fresh view of the machine each time."""
     make_private_dir(state_dir)
-    remove_stale_temps(state_dir)
     lock = RunnerLock(state_dir)
     try:
         lock.acquire()
     except AlreadyRunning:
-        return EXIT_BUSY
+        return EXIT_BUSY  # before any clean-up: the live runner's files are not ours to touch
     try:
+        remove_stale_temps(state_dir)
         return _run_locked(host_view, tools, state_dir, options)
     finally:
         lock.release()
