@@ -15,7 +15,7 @@ import getpass
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from gpuwizard.export.answers import Answers
@@ -24,7 +24,7 @@ from gpuwizard.plan import Plan, Run
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
-from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
+from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold, told_by
 from gpuwizard.setup import flow
 from gpuwizard.setup.driver import RunEvents, SetupDriver
 from gpuwizard.setup.plan import Replay, has_work
@@ -105,7 +105,7 @@ class Printer:
             case ev.RebootRequested():
                 write(f"==> reboot needed: {event.reason}\n")
             case ev.RebootDetected():
-                write("==> the machine rebooted; checking again\n")
+                write(f"==> the machine rebooted ({told_by(event.signal)}); checking again\n")
             case ev.RunStopped() if event.reason is not StopReason.PAUSED:
                 write(f"==> stopped: {event.why}\n")
             case ev.RunFinished():
@@ -318,6 +318,8 @@ class Script:
 
 def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
     """Run the state machine to the end with scripted answers; the exit code."""
+    # Flags given on the command line insist: a run in progress made from others is refused.
+    request = replace(request, setup=replace(request.setup, insists=True))
     replay = Replay(request.answers, request.accept_changes) if request.answers else None
     driver = SetupDriver(backend, replay, command="gpuwizard apply", drive=not request.dry_run)
     try:

@@ -7,6 +7,7 @@ registry differ. It also keeps the login banner that tells whoever logs in how t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import traceback
@@ -155,7 +156,8 @@ def _run_locked(
         return EXIT_STOPPED
     log = EventLog(state_dir / EVENTS, options.owner_uid)
     facts = detect_host(host)
-    record = RunRecord(os.getpid(), process_start_ticks(os.getpid()), facts.boot.boot_id, now())
+    ticks = process_start_ticks(os.getpid())
+    record = RunRecord(os.getpid(), ticks, facts.boot.boot_id, now(), btime=facts.boot.btime)
     write_run_record(state_dir, record)
     current_step = [""]
 
@@ -216,13 +218,6 @@ def _run_locked(
 
 
 def _finished(record: RunRecord, outcome: str) -> RunRecord:
-    return RunRecord(
-        record.pid,
-        record.start_ticks,
-        record.boot_id,
-        record.started_at,
-        EXITS.get(outcome, 1),
-        None,
-        now(),
-        outcome,
+    return dataclasses.replace(
+        record, exit_code=EXITS.get(outcome, 1), signal=None, finished_at=now(), outcome=outcome
     )

@@ -344,7 +344,11 @@ def verify(
     )
     if torch == "not installed":
         problems.append("ModuleNotFoundError: No module named 'torch'")
-    boot = sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    hidden = sandbox.scenario().get("boot_id_hidden")
+    boot = None if hidden else sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    stat = sandbox.path("/proc/stat")
+    found = re.search(r"^btime (\d+)$", stat.read_text(), re.MULTILINE) if stat.exists() else None
+    btime = int(found.group(1)) if found else None
     from gpuwizard.sim.machine import sim_gpus  # detection code: loaded only for this probe
 
     gpus = sim_gpus(sandbox)[:expected]
@@ -357,6 +361,7 @@ def verify(
         "env": env,
         "torch": torch,
         "boot_id": boot,
+        "btime": btime,
         "ok": not problems,
         "devices": devices,
         "problems": problems,
