@@ -30,7 +30,7 @@
 #   below): run this on the same kind of machine, made from the same image.
 # Secrets: each is asked for on the terminal (twice) unless its variable is set; it stays in
 #   the script's memory, is fed to the command on stdin and is never written anywhere:
-#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password (8-16 characters): you type it again at the blue MokManager screen on the next boot
+#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password: you type it again at the blue MokManager screen on the next boot
 set -Eeuo pipefail
 # A secret given in the environment is taken into this shell's memory and removed from
 # the environment at once: no command this script runs ever inherits it.
@@ -596,7 +596,7 @@ gw_start "$@"
 gw_secret_mok_password=''
 if ! { gw_is_done enroll-mok; }; then
   gw_read_secret gw_secret_mok_password gw_env_mok_password GPUWIZARD_SECRET_MOK_PASSWORD \
-      'One-time MOK password (8-16 characters): you type it again at the blue MokManager screen on the next boot'
+      'One-time MOK password: you type it again at the blue MokManager screen on the next boot'
 fi
 
 # --- wait-cloud-init: Wait for cloud-init to finish: nothing to do on the machine this was planned on
