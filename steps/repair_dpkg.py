@@ -17,6 +17,10 @@ from gpuwizard.facts import HostFacts
 from gpuwizard.plan import APT_ENV, Action, Run, Target
 from gpuwizard.steps.base import APT_LOCK_TIMEOUT_S, Check, done_when
 
+PACKAGE_TOOLS = ("apt-get", "apt", "dpkg")
+"""Commands that need a consistent dpkg database: an interrupted one is repaired before them
+(by the runner, and by deploy.sh)."""
+
 
 def configure_pending() -> Run:
     return Run(

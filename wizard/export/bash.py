@@ -16,6 +16,7 @@ carries, and never the runner, the host or a subprocess.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from gpuwizard.export.bash_runtime import MARKER_DIR, UNIT, keycheck_lines, runtime
@@ -43,6 +44,7 @@ from gpuwizard.plan import (
     secrets_in,
 )
 from gpuwizard.steps.base import DOWNLOAD_TOOL
+from gpuwizard.steps.repair_dpkg import configure_pending, fix_broken
 
 HEREDOC = "GPUWIZARD_EOF"
 _STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -79,6 +81,8 @@ def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
         runtime(test_build=test_build),
         *(["", *keycheck_lines()] if _checks_keys(runnable) else []),
         "",
+        *_repair_lines(),
+        "",
         f"readonly GW_TOTAL={len(runnable)}",
         'gw_start "$@"',
         *_secret_lines(runnable),
@@ -101,6 +105,23 @@ def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
         for step in runnable
         for a in step.actions
     )
+
+
+def _repair_lines() -> list[str]:
+    """The runner's own two repair commands (steps.repair_dpkg), for gw_repair_dpkg."""
+    repair = StepPlan("repair-dpkg", "Repair an interrupted package database", "", ())
+    return [
+        "gw_repair_commands() {",
+        "  case $1 in",
+        "    configure)",
+        textwrap.indent(_run_line(repair, configure_pending(), ""), "    "),
+        "      ;;",
+        "    fix)",
+        textwrap.indent(_run_line(repair, fix_broken(), ""), "    "),
+        "      ;;",
+        "  esac",
+        "}",
+    ]
 
 
 def _runs_here(step: StepPlan) -> bool:

@@ -29,7 +29,12 @@ from gpuwizard.plan import Action, Run, WriteFile, assert_never, uses_downloads
 from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
-from gpuwizard.steps.repair_dpkg import configure_pending, fix_broken, is_repair
+from gpuwizard.steps.repair_dpkg import (
+    PACKAGE_TOOLS,
+    configure_pending,
+    fix_broken,
+    is_repair,
+)
 
 BASE_ENV = {
     "PATH": SAFE_PATH,
@@ -46,8 +51,6 @@ LOCK_HOLDER = re.compile(r"held by process (\d+)(?: \(([^)]*)\))?")
 LOCK_RETRIES = 5
 LOCK_BACKOFF_S = 1.0
 """The n-th retry waits LOCK_BACKOFF_S * 2**n seconds: 2, 4, 8, 16, 32 (about a minute in all)."""
-PACKAGE_TOOLS = ("apt-get", "apt", "dpkg")
-"""Commands that need a consistent dpkg database; an interrupted one is repaired first."""
 REPAIR = configure_pending()
 FIX_BROKEN = fix_broken()
 

@@ -155,6 +155,19 @@ def dnf(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, l
 
 
 def dpkg(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+    if "--audit" in args or "-C" in args:
+        if not state.dpkg_interrupted:
+            return state, [], 0
+        return (
+            state,
+            [
+                "The following packages are only half configured, probably due to problems",
+                "configuring them the first time.  The configuration should be retried using",
+                "dpkg --configure <package> or the configure menu option in dselect:",
+                " nvidia-dkms-580-server NVIDIA DKMS package",
+            ],
+            0,
+        )
     if "--configure" in args:
         return (
             dataclasses.replace(state, dpkg_interrupted=False),

@@ -146,6 +146,34 @@ gw_begin_reboot() {
   gw_say "==> [$1/$GW_TOTAL] $3: the machine has not rebooted since this step asked for it"
 }
 
+# gw_dpkg_interrupted: a dpkg run was cut off (its journal waits in updates/, or `dpkg --audit`
+# names a package left mid-way); until it is finished every apt call fails with exit 100.
+gw_dpkg_interrupted() {
+  local journal audit
+  journal=$(find "/var/lib/dpkg/updates" -mindepth 1 -maxdepth 1 -print -quit 2>/dev/null || true)
+  [[ -n $journal ]] && return 0
+  audit=$( (trap - ERR; exec -- dpkg --audit) </dev/null 2>/dev/null || true)
+  [[ -n $audit ]]
+}
+
+# gw_repair_dpkg: before an apt or dpkg command, finish an interrupted dpkg the way the wizard's
+# runner does: dpkg --configure -a, then apt-get -f install when a package is still left
+# half-installed (apt waits for the lock as long as the runner's). The two commands are the
+# runner's own, written out below the helpers (gw_repair_commands).
+gw_repairing=0
+gw_repair_dpkg() {
+  ((gw_repairing == 0)) || return 0
+  gw_dpkg_interrupted || return 0
+  gw_repairing=1
+  gw_say "    dpkg was left interrupted by an earlier run; running dpkg --configure -a first"
+  gw_repair_commands configure
+  if gw_dpkg_interrupted; then
+    gw_say "    a package is still half-installed; running apt-get -f install"
+    gw_repair_commands fix
+  fi
+  gw_repairing=0
+}
+
 gw_show() {
   local arg
   local -a shown=()
@@ -176,6 +204,9 @@ gw_run() {
     shift
   done
   shift
+  case ${1##*/} in
+    apt-get | apt | dpkg) gw_repair_dpkg ;;
+  esac
   gw_show "$@"
   while true; do
     status=0
@@ -590,6 +621,22 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 GW_PY
+
+gw_repair_commands() {
+  case $1 in
+    configure)
+      gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+          NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- dpkg --force-confdef --force-confold \
+          --configure -a
+      ;;
+    fix)
+      gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+          NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y --no-remove -o \
+          DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+          -f install
+      ;;
+  esac
+}
 
 readonly GW_TOTAL=9
 gw_start "$@"
