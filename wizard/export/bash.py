@@ -30,6 +30,7 @@ from gpuwizard.export.bash_words import (
     rooted,
     wrap,
 )
+from gpuwizard.export.hostcheck import identity
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
 from gpuwizard.plan import (
@@ -84,6 +85,7 @@ def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
         *_repair_lines(),
         "",
         f"readonly GW_TOTAL={len(runnable)}",
+        *_made_for_lines(source),
         'gw_start "$@"',
         *_secret_lines(runnable),
     ]
@@ -105,6 +107,25 @@ def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
         for step in runnable
         for a in step.actions
     )
+
+
+def _made_for_comment(source: ExportSource) -> list[str]:
+    made = identity(source.facts)
+    return [
+        f"# Made for: GPUs {one_line(made.gpus)} ({one_line(made.gpu_names)}), OS {one_line(made.os)},",
+        f"#   CPU {one_line(made.arch)}, loaded NVIDIA driver branch {one_line(made.driver)}",
+    ]
+
+
+def _made_for_lines(source: ExportSource) -> list[str]:
+    """The facts of the machine the plan was made on, for gw_check_host (GPUs not under WSL,
+    where the Windows driver shows them and the PCI bus does not)."""
+    made = identity(source.facts)
+    gpus = "" if source.selection.wsl else made.gpus
+    return [
+        f"readonly GW_MADE_GPUS={quote(gpus)} GW_MADE_OS={quote(made.os)}",
+        f"readonly GW_MADE_ARCH={quote(made.arch)} GW_MADE_DRIVER={quote(made.driver)}",
+    ]
 
 
 def _repair_lines() -> list[str]:
@@ -142,7 +163,7 @@ def _header(source: ExportSource, runnable: Sequence[StepPlan], test_build: bool
         f"# Steps ({len(runnable)}):",
         *steps,
         "#",
-        "# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]",
+        "# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit] [--force]",
         "#   It runs the plan's steps in order: the same commands, with the same environment, as",
         "#   gpuwizard's own run. A finished step leaves a marker in",
         f"#   {MARKER_DIR}/ and is skipped when the script runs again; delete that",
@@ -152,7 +173,10 @@ def _header(source: ExportSource, runnable: Sequence[StepPlan], test_build: bool
         f"#   installs {UNIT}, which runs it again after each boot until every step is",
         "#   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.",
         "#   Steps that had nothing to do on the machine above are left out (see the comments",
-        "#   below): run this on the same kind of machine, made from the same image.",
+        "#   below): run this on the same kind of machine, made from the same image. Its first run",
+        "#   refuses, before any change, a host whose GPUs, OS, CPU architecture or loaded driver",
+        "#   branch differ from that machine's (named below); --force (GPUWIZARD_FORCE=1) runs it anyway.",
+        *_made_for_comment(source),
         *_secrets_header(runnable),
         *(
             [
