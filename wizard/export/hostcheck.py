@@ -67,14 +67,15 @@ FIELDS = (
 
 def host_differences(made: HostIdentity, here: HostIdentity, *, gpus: bool = True) -> list[str]:
     """Each fact where this host differs from the one the plan was made for ("OS: made for
-    ubuntu 22.04, this host has debian 12"); empty when it is the same kind of host.
-    ``gpus=False`` leaves the GPUs out (WSL: the Windows driver shows them, not the PCI bus)."""
+    ubuntu 22.04, this host has debian 12"); empty when it is the same kind of host. A fact not
+    recorded ("") is not compared; ``gpus=False`` leaves the GPUs out (WSL: the Windows driver
+    shows them, not the PCI bus). deploy.sh's gw_check_host follows the same rule."""
     found = []
     for name, label in FIELDS:
         if name == "gpus" and not gpus:
             continue
         before, now = getattr(made, name), getattr(here, name)
-        if before != now:
+        if before and before != now:
             found.append(f"{label}: made for {before}, this host has {now}")
     return found
 
