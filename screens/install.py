@@ -324,7 +324,7 @@ class InstallView(StageView):
         prompt = self.view.prompt
         if prompt is not None and prompt.secret and prompt is not self.prompted and self.replayed:
             self.prompted = prompt
-            self.app.push_screen(SecretScreen(prompt.text), self.answer_secret)
+            self.app.push_screen(SecretScreen(prompt.text, prompt.secret), self.answer_secret)
 
     def show_progress(self) -> None:
         todo = [s for s in self.plan.steps if not s.satisfied]

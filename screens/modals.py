@@ -10,26 +10,45 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from gpuwizard.screens.plain import plain
+from gpuwizard.steps.enroll_mok import (
+    MOK_CONSOLE,
+    MOK_PASSWORD,
+    MOK_PASSWORD_RULES,
+    mok_password_problem,
+)
 
 
 class SecretScreen(ModalScreen[str | None]):
-    """Masked input; the value goes to the runner's socket and nowhere else (never logged)."""
+    """Masked input; the value goes to the runner's socket and nowhere else (never logged).
+
+    The MOK password (``name`` mok-password) is typed twice and checked against mokutil's rules
+    before it leaves, and the screen says where it is needed next: at the console, at the next
+    boot (MokManager), which over SSH alone nobody sees.
+    """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     SecretScreen { align: center middle; }
     SecretScreen > Vertical { width: 70; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
     SecretScreen Input { margin-top: 1; }
+    SecretScreen #secret-error { color: $error; }
     """
 
-    def __init__(self, prompt: str) -> None:
+    def __init__(self, prompt: str, name: str | None = None) -> None:
         super().__init__()
         self.prompt = prompt
+        self.mok = name == MOK_PASSWORD.name
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(plain(self.prompt))
+            if self.mok:
+                yield Static(plain(f"Rules: {MOK_PASSWORD_RULES}.", "dim"))
             yield Input(password=True, id="secret")
+            if self.mok:
+                yield Input(password=True, id="secret-again", placeholder="the same again")
+                yield Static("", id="secret-error")
+                yield Static(plain(f"\n{MOK_CONSOLE}"))
             yield Static(
                 "Enter to send · Esc to cancel (the step then fails and can be retried)",
                 classes="dim",
@@ -37,8 +56,24 @@ class SecretScreen(ModalScreen[str | None]):
 
     @on(Input.Submitted, "#secret")
     def submit(self, event: Input.Submitted) -> None:
+        if self.mok:
+            self.query_one("#secret-again", Input).focus()
+            return
         value = event.value
         event.input.value = ""  # drop the widget's copy at once
+        self.dismiss(value)
+
+    @on(Input.Submitted, "#secret-again")
+    def submit_again(self) -> None:
+        first, again = self.query_one("#secret", Input), self.query_one("#secret-again", Input)
+        value, problem = first.value, mok_password_problem(first.value)
+        if problem is None and again.value != value:
+            problem = "the two passwords differ"
+        first.value = again.value = ""  # drop the widgets' copies at once, sent or not
+        if problem is not None:
+            self.query_one("#secret-error", Static).update(plain(f"{problem}; type it again"))
+            first.focus()
+            return
         self.dismiss(value)
 
     def action_cancel(self) -> None:

@@ -19,9 +19,10 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.facts import BootSignal
 from gpuwizard.plan import Plan
 from gpuwizard.runner.events import StopReason
-from gpuwizard.runner.view import RunView, Stopped, fold
+from gpuwizard.runner.view import RunView, Stopped, fold, told_by
 from gpuwizard.screens.capabilities import RunControl
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
@@ -33,9 +34,14 @@ Checked = Sequence[tuple[str, str, str]]
 
 
 def resume_text(
-    checked: Checked, next_title: str | None, rebooted: bool, problem: str | None
+    checked: Checked,
+    next_title: str | None,
+    rebooted: bool,
+    problem: str | None,
+    rebooted_by: BootSignal | None = None,
 ) -> list[RenderableType]:
-    """The view's lines: ``checked`` is (title, state, reason) of what waited for the reboot."""
+    """The view's lines: ``checked`` is (title, state, reason) of what waited for the reboot;
+    ``rebooted_by`` what told the reboot (named when it is not the boot_id)."""
     table = Table.grid(padding=(0, 1))
     for title, state, reason in checked:
         mark, style = MARK.get(state, ("·", ""))
@@ -46,9 +52,9 @@ def resume_text(
     elif not rebooted:
         heading = "The machine has not rebooted yet (its boot id is unchanged): the reboot is offered again."
     elif checked:
-        heading = "Welcome back. The machine rebooted; this was checked again:"
+        heading = f"Welcome back. The machine rebooted{_told(rebooted_by)}; this was checked again:"
     else:
-        heading = "Welcome back. The machine rebooted."
+        heading = f"Welcome back. The machine rebooted{_told(rebooted_by)}."
     parts: list[RenderableType] = [Text(heading + "\n", style="bold")]
     if checked:
         parts.append(table)
@@ -56,6 +62,11 @@ def resume_text(
         parts.append(plain(f"\n{problem}", "bold red"))
     parts.append(plain(f"\n{after}"))
     return parts
+
+
+def _told(signal: BootSignal | None) -> str:
+    """Nothing for the usual boot_id; the stand-in signal is named, so the person can judge it."""
+    return f" ({told_by(signal)})" if signal == "btime" else ""
 
 
 class ResumeView(StageView):
@@ -120,7 +131,7 @@ class ResumeView(StageView):
             None,
         )
         self.query_one("#resume-status", Static).display = False
-        lines = resume_text(self.checked, upcoming, view.rebooted, problem)
+        lines = resume_text(self.checked, upcoming, view.rebooted, problem, view.rebooted_by)
         self.query_one("#resume-checked", Static).update(Group(*lines))
         self.done = True
 

@@ -17,10 +17,51 @@ from gpuwizard.paths import MOK_PUBLIC_KEY
 from gpuwizard.plan import Action, SecretRef, Target
 from gpuwizard.steps.base import Check
 
+MOK_PASSWORD_MIN, MOK_PASSWORD_MAX = 1, 256
+"""``mokutil --import`` asks for 1 to 256 characters (PASSWORD_MIN/PASSWORD_MAX in src/mokutil.c,
+lcp/mokutil 9ae73db, 2025-07-03); 8-16 is the rule of ``mokutil --password`` (SB_PASSWORD_*)."""
+MOK_PASSWORD_RULES = (
+    f"{MOK_PASSWORD_MIN}-{MOK_PASSWORD_MAX} characters (mokutil's limits), printable ASCII only "
+    "(MokManager keeps only the low byte of each key typed at the console)"
+)
+"""Printable ASCII: shim's MokManager.c (rhboot/shim 72fd4b7, 2026-07-27) turns each typed
+CHAR16 into a char (``pw_ascii[i] = (char)password[i]``) before hashing, so a non-ASCII password
+set with mokutil (UTF-8 bytes) can never be matched at the console."""
 MOK_PASSWORD = SecretRef(
     "mok-password",
-    "One-time MOK password (8-16 characters): you type it again at the blue MokManager screen on the next boot",
+    "One-time MOK password: you type it again at the blue MokManager screen on the next boot",
 )
+MOK_CONSOLE = (
+    "At the next boot, before Linux starts, MokManager shows a blue screen on the console: choose "
+    "'Enroll MOK', 'Continue', 'Yes', type this password, then 'Reboot'. It waits 10 seconds for "
+    "a key, then boots on without enrolling. Over SSH nobody sees it: you need the machine's "
+    "console, its BMC's remote console (iDRAC, iLO, IPMI serial-over-LAN), or a cloud's serial "
+    "console: AWS EC2 Serial Console, Azure Serial Console, Google Cloud's interactive serial "
+    "console (each to be enabled first)."
+)
+"""Sources: the 10 s countdown is MokManager.c's default timeout (rhboot/shim 72fd4b7); the
+three clouds document a serial console that works before the OS is up (AWS: "Configure access
+to the EC2 Serial Console", "even if there are boot failures"; Azure: "Azure Serial Console",
+"independent of the network or operating system state"; Google Cloud: "Troubleshooting using
+the serial console", "BIOS and other system-level entities ... can accept input"), read
+2026-12-03. That MokManager itself draws on those serial ports depends on the firmware's
+console redirection: UNCONFIRMED here (no such machine reachable)."""
+
+
+def mok_password_problem(value: str) -> str | None:
+    """Why ``value`` cannot be the MOK password (mokutil's length rule, and ours: printable
+    ASCII), or None when it can. Never repeats the value."""
+    size = len(value.encode("utf-8"))
+    if size < MOK_PASSWORD_MIN:
+        return "the MOK password is empty; mokutil needs at least one character"
+    if size > MOK_PASSWORD_MAX:
+        return f"the MOK password is longer than mokutil's {MOK_PASSWORD_MAX} characters"
+    if not all(" " <= ch <= "~" for ch in value):
+        return (
+            "the MOK password must be printable ASCII (letters, digits, punctuation, space): "
+            "MokManager keeps only the low byte of each key typed at the console"
+        )
+    return None
 
 
 @dataclass(frozen=True)

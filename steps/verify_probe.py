@@ -22,6 +22,19 @@ def boot_id() -> str | None:
         return None
 
 
+def btime() -> int | None:
+    """When this boot began (/proc/stat): tells the boot where the boot_id cannot be read."""
+    try:
+        lines = Path("/proc/stat").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split()
+        if len(words) == 2 and words[0] == "btime" and words[1].isdigit():
+            return int(words[1])
+    return None
+
+
 def covered(major: int, minor: int, arch_list: list[str]) -> bool:
     """A build serves sm_XY if it has sm_XZ with Z <= Y (same major): the cubin rule."""
     tags = [a for a in arch_list if a.startswith("sm_") and a[3:].isdigit()]
@@ -131,6 +144,7 @@ def main(argv: list[str]) -> int:
         "env": env,
         "torch": version,
         "boot_id": boot_id(),
+        "btime": btime(),
         "ok": not problems,
         "devices": devices,
         "problems": problems,

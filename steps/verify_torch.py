@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.facts import HostFacts, judge_boot
 from gpuwizard.ops import Command
 from gpuwizard.paths import VERIFY_REPORT
 from gpuwizard.plan import Action, Target
@@ -44,7 +44,7 @@ class VerifyTorch:
         report = facts.installs.verification
         if report is None or report.env != self.env.path or report.torch != self.torch.version:
             return Check(False, "not verified yet")
-        if report.boot_id != facts.boot.boot_id:
+        if judge_boot(report.boot, facts.boot.mark).same is False:  # unjudgeable: as before
             return Check(False, "verified in an earlier boot; checking again")
         if not report.ok:
             return Check(False, "; ".join(report.problems) or "verification failed")

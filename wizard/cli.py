@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpuwizard.recommend.table import CompatTable
     from gpuwizard.recommend.target import Target
     from gpuwizard.runner.control import Backend
+    from gpuwizard.secretinput import Secret
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -288,7 +289,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
         SetupRequest(choices, options), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
-        answers=answers, accept_changes=args.accept_changes,
+        answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
     )  # fmt: skip
     backend = backend_for(args)
     if not backend.simulated and not args.dry_run:
@@ -300,6 +301,22 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if error.no_gpu and not backend.simulated:
             print(SIMULATION_OFFER, file=sys.stderr)
         return error.code
+
+
+def given_secrets(args: argparse.Namespace) -> dict[str, Secret]:
+    """The MOK password from --mok-password-file or --mok-password-stdin, checked on the way in."""
+    from gpuwizard.secretinput import SecretInputError, read_password_file, read_password_stdin
+    from gpuwizard.steps.enroll_mok import MOK_PASSWORD
+
+    try:
+        if args.mok_password_file is not None:
+            return {MOK_PASSWORD.name: read_password_file(args.mok_password_file)}
+        if args.mok_password_stdin:
+            stdin = sys.stdin
+            return {MOK_PASSWORD.name: read_password_stdin(stdin.buffer, stdin.isatty())}
+    except SecretInputError as error:
+        raise UsageError(str(error)) from None
+    return {}
 
 
 def checked_pins(torch: str | None, variant: str | None) -> None:

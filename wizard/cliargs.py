@@ -135,6 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --config: plan even where the answers were made for another kind of server",
     )
+    mok = apply.add_mutually_exclusive_group()
+    mok.add_argument(
+        "--mok-password-file",
+        type=path_arg,
+        metavar="FILE",
+        help="the one-time MOK password (Secure Boot) from a file only you can read (chmod 600)",
+    )
+    mok.add_argument(
+        "--mok-password-stdin",
+        action="store_true",
+        help="read the one-time MOK password from standard input (a pipe)",
+    )
     apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
     bench = sub.add_parser(

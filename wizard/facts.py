@@ -186,6 +186,54 @@ class Hardware:
     nics: tuple[Nic, ...] = ()
 
 
+BootSignal = Literal["boot_id", "btime"]
+"""What told one boot from another: the kernel's boot_id, else /proc/stat's btime."""
+BTIME_SLACK_S = 5
+"""btime is the wall clock minus the uptime, in whole seconds: it moves a little when the clock
+is stepped (NTP at start-up). A boot that began within this of the other one is the same boot."""
+
+
+@dataclass(frozen=True)
+class BootMark:
+    """What identifies one boot: the boot_id, and /proc/stat's btime for when the boot_id cannot
+    be read (a container without /proc/sys/kernel/random/boot_id, a permission error)."""
+
+    boot_id: str | None
+    btime: int | None = None
+    """When this boot began, seconds since the epoch; None when /proc/stat cannot be read."""
+
+    @property
+    def signal(self) -> BootSignal | None:
+        """The signal this mark can be judged by (the boot_id first); None: neither."""
+        if self.boot_id is not None:
+            return "boot_id"
+        return "btime" if self.btime is not None else None
+
+
+@dataclass(frozen=True)
+class BootJudgement:
+    same: bool | None
+    """True: the same boot; False: the machine rebooted in between; None: cannot judge."""
+    signal: BootSignal | None
+    """What was compared; None when nothing could be."""
+
+
+def judge_boot(before: BootMark, now: BootMark) -> BootJudgement:
+    """Same boot or not, by the boot_id when both have one, else by btime; never by a guess.
+
+    A btime that moved back by more than the slack is a clock that was set back, not a boot
+    that began earlier: that cannot be judged.
+    """
+    if before.boot_id is not None and now.boot_id is not None:
+        return BootJudgement(before.boot_id == now.boot_id, "boot_id")
+    if before.btime is None or now.btime is None:
+        return BootJudgement(None, None)
+    moved = now.btime - before.btime
+    if abs(moved) <= BTIME_SLACK_S:
+        return BootJudgement(True, "btime")
+    return BootJudgement(False if moved > 0 else None, "btime")
+
+
 @dataclass(frozen=True)
 class Boot:
     """Facts that belong to one boot; re-detected after every reboot and before every step."""
@@ -204,6 +252,12 @@ class Boot:
     reboot_required_packages: tuple[str, ...] = ()
     dpkg_interrupted: bool = False
     nvml: Nvml = field(default_factory=lambda: NvmlUnavailable("not probed"))
+    btime: int | None = None
+    """/proc/stat's btime (when this boot began, seconds since the epoch); None when unreadable."""
+
+    @property
+    def mark(self) -> BootMark:
+        return BootMark(self.boot_id, self.btime)
 
     @property
     def headers_present(self) -> bool:
@@ -246,6 +300,12 @@ class VerifyReport:
     ok: bool
     devices: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    btime: int | None = None
+    """The boot it ran in, by /proc/stat's btime: the boot_id's stand-in where that is unreadable."""
+
+    @property
+    def boot(self) -> BootMark:
+        return BootMark(self.boot_id, self.btime)
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,19 @@ from __future__ import annotations
 import getpass
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from gpuwizard.export.answers import Answers
 from gpuwizard.hints import match as known_error
-from gpuwizard.plan import Plan, WriteFile
+from gpuwizard.plan import Plan, SecretRef, WriteFile, secrets_in
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
-from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
+from gpuwizard.runner.journal import FINISHED_STATES
+from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold, told_by
+from gpuwizard.secretinput import Secret
 from gpuwizard.setup import flow
 from gpuwizard.setup.driver import RunEvents, SetupDriver
 from gpuwizard.setup.plan import Replay, has_work
@@ -54,6 +56,8 @@ class ApplyRequest:
     """Replaying an answers file: the request above comes from it."""
     accept_changes: bool = False
     """Plan even where the answers were made for another kind of server or resolve differently."""
+    secrets: Mapping[str, Secret] = field(default_factory=dict)
+    """Secrets given up front (--mok-password-file/-stdin), by SecretRef name; asked for otherwise."""
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -105,7 +109,7 @@ class Printer:
             case ev.RebootRequested():
                 write(f"==> reboot needed: {event.reason}\n")
             case ev.RebootDetected():
-                write("==> the machine rebooted; checking again\n")
+                write(f"==> the machine rebooted ({told_by(event.signal)}); checking again\n")
             case ev.RunStopped() if event.reason is not StopReason.PAUSED:
                 write(f"==> stopped: {event.why}\n")
             case ev.RunFinished():
@@ -126,6 +130,18 @@ class Printer:
             write(f"    full log: {event.log}\n")
 
 
+HOW_TO_GIVE = (
+    "give it with --mok-password-file FILE (chmod 600) or --mok-password-stdin, "
+    "or run gpuwizard in a terminal"
+)
+
+
+def secrets_needed(plan: Plan, done: Collection[str] = ()) -> list[SecretRef]:
+    """The secrets the plan's steps still to run will ask for, each once."""
+    remaining = tuple(s for s in plan.steps if not s.satisfied and s.id not in done)
+    return list(secrets_in(replace(plan, steps=remaining)))
+
+
 def confirm(out: TextIO, prompt: str) -> bool:
     if not sys.stdin.isatty():
         return False
@@ -143,11 +159,13 @@ class Script:
         request: ApplyRequest,
         out: TextIO,
         ask: Callable[[str], str] = getpass.getpass,
+        has_tty: Callable[[], bool] = lambda: sys.stdin.isatty(),
     ) -> None:
         self.driver = driver
         self.request = request
         self.out = out
         self.ask = ask
+        self.has_tty = has_tty
         self.printer = Printer(out, request.verbose)
         self.prepared = False
         self.reboot_said = False
@@ -186,6 +204,7 @@ class Script:
         if not has_work(stage.plan):
             self.out.write("\nNothing to do: every step is already done.\n")
             return EXIT_DONE
+        self.require_secrets(stage.plan)
         if not self.request.yes and not confirm(self.out, "\nApply this plan? [y/N] "):
             raise ApplyError(
                 "not confirmed: nothing was changed (pass --yes to apply without asking)",
@@ -204,6 +223,7 @@ class Script:
         view = self.catch_up(events, echo=stage.attach)
         if not stage.attach:
             if not self.prepared:
+                self.require_secrets(stage.plan, self.finished_steps())
                 self.out.write(f"Continuing the unfinished setup ({view.run_id}) on {self.name}.\n")
             if not self.driver.start(one_step=False):
                 return self.runner_did_not_start()
@@ -263,11 +283,35 @@ class Script:
                 time.sleep(POLL_S)
 
     def answer_secret(self, event: ev.PromptShown) -> None:
+        given = self.request.secrets.get(event.secret or "")
+        if given is not None:
+            self.driver.send_secret(given.value)
+            return
+        if not self.has_tty():
+            self.out.write(f"    (no terminal to ask '{event.text}' on: {HOW_TO_GIVE})\n")
+            return
         try:
             value = self.ask(f"{event.text}: ")
         except (EOFError, OSError):
             return
         self.driver.send_secret(value)
+
+    def finished_steps(self) -> set[str]:
+        journal = self.driver.disk().journal
+        steps = journal.steps if journal is not None else ()
+        return {r.id for r in steps if r.state in FINISHED_STATES or r.state == "awaiting_reboot"}
+
+    def require_secrets(self, plan: Plan, done: Collection[str] = ()) -> None:
+        """Refuse, before any change, a plan whose steps need a secret nobody can give: not
+        given up front, and no terminal to ask on (exit 2, saying how to give it)."""
+        if self.has_tty():
+            return
+        for ref in secrets_needed(plan, done):
+            if ref.name not in self.request.secrets:
+                raise ApplyError(
+                    f"the plan needs the {ref.name} ({ref.prompt}) and there is no terminal to "
+                    f"ask on: {HOW_TO_GIVE}. Nothing was changed"
+                )
 
     def runner_did_not_start(self) -> int:
         log = self.driver.state_dir / "runner.log"
@@ -318,6 +362,8 @@ class Script:
 
 def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
     """Run the state machine to the end with scripted answers; the exit code."""
+    # Flags given on the command line insist: a run in progress made from others is refused.
+    request = replace(request, setup=replace(request.setup, insists=True))
     replay = Replay(request.answers, request.accept_changes) if request.answers else None
     driver = SetupDriver(backend, replay, command="gpuwizard apply", drive=not request.dry_run)
     try:

@@ -494,3 +494,35 @@ Program = (
 """Every operation that runs a program."""
 Action = Program | WriteFile
 """The closed set a step's plan is made of."""
+
+
+# ------------------------------------------------------------------------------------ care
+@dataclass(frozen=True)
+class Care:
+    """What is done around an operation besides running its command: by the runner's executor
+    and by deploy.sh alike."""
+
+    repair_first: bool = False
+    """It needs a consistent dpkg database: an interrupted one is repaired first."""
+    retry_on_lock: bool = False
+    """apt's lock timeout does not cover the lists lock (netlab#2473): retry with backoff."""
+
+
+def care_for(op: Program) -> Care:
+    match op:
+        case AptUpdate():
+            return Care(repair_first=True, retry_on_lock=True)
+        case AptInstall() | AptUpgrade():
+            return Care(repair_first=True)
+        case DpkgConfigure() | AptFixBroken():
+            return Care()  # the repairs themselves
+        case AptHold() | DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
+            return Care()
+        case Download() | Service() | Reboot() | Command():
+            return Care()
+        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
+            return Care()
+        case CondaCreate() | MiniforgeInstall():
+            return Care()
+        case _:  # pragma: no cover - exhaustive
+            assert_never(op)

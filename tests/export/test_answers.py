@@ -189,3 +189,14 @@ def test_t37_a_version_written_as_a_number_is_refused(unquoted: str, why: str) -
     text = render_answers(source_for("h100x8-ubuntu2204-fresh")).replace('"2.14.1"', unquoted)
     with pytest.raises(AnswersError, match=rf"^choices\.torch(:| '1e3':) {re.escape(why)}"):
         load_answers(text)
+
+
+def test_answers_record_the_cpu_and_refuse_another_with_the_exports_host_check() -> None:
+    text = render_answers(source_for("h100x8-ubuntu2204-fresh"))
+    assert load_answers(text).made_on.cpu == "x86_64"
+    arm = load_answers(text.replace('cpu: "x86_64"', 'cpu: "aarch64"'))
+    assert misfits(arm, facts_of("h100x8-ubuntu2204-fresh")) == [
+        "CPU architecture: made for aarch64, this host has x86_64"
+    ]
+    older = load_answers("\n".join(line for line in text.splitlines() if "cpu:" not in line))
+    assert older.made_on.cpu == "" and misfits(older, facts_of("h100x8-ubuntu2204-fresh")) == []

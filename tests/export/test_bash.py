@@ -471,6 +471,7 @@ def test_the_shipped_script_has_no_test_hooks(name):
     named = set(re.findall(r"GPUWIZARD_[A-Z_]+", script))
     assert named <= {
         "GPUWIZARD_REBOOT",
+        "GPUWIZARD_FORCE",
         "GPUWIZARD_SECRET_MOK_PASSWORD",
         "GPUWIZARD_EOF",
         "GPUWIZARD_UNIT",

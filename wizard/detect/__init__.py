@@ -42,8 +42,10 @@ def detect_boot(host: Host, dpkg: DpkgDatabase | None) -> Boot:
     installed, with_headers = kernel.read_kernels(host)
     reboot_required, reboot_pkgs = platform.read_reboot_required(host)
     module_version = host.read_text("/sys/module/nvidia/version")
+    mark = platform.read_boot_mark(host)
     return Boot(
-        boot_id=platform.parse_boot_id(host.read_text("/proc/sys/kernel/random/boot_id")),
+        boot_id=mark.boot_id,
+        btime=mark.btime,
         kernel=release,
         installed_kernels=installed,
         kernels_with_headers=with_headers,

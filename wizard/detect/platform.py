@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwizard.facts import CloudInitState, Platform
+from gpuwizard.facts import BootMark, CloudInitState, Platform
 from gpuwizard.host import MISSING_TOOL, Host
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -15,6 +15,22 @@ def parse_boot_id(text: str | None) -> str | None:
     """A boot_id only when it reads as a UUID: a failed or partial read is unknown, never "new"."""
     value = (text or "").strip().lower()
     return value if _UUID.match(value) else None
+
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+PROC_STAT = "/proc/stat"
+_BTIME = re.compile(r"^btime\s+(\d+)\s*$", re.MULTILINE)
+
+
+def parse_btime(text: str | None) -> int | None:
+    """/proc/stat's ``btime`` line (when the boot began, seconds since the epoch); None without one."""
+    match = _BTIME.search(text or "")
+    return int(match.group(1)) if match else None
+
+
+def read_boot_mark(host: Host) -> BootMark:
+    """This boot's id and start time, read alone: cheap enough to ask several times a second."""
+    return BootMark(parse_boot_id(host.read_text(BOOT_ID)), parse_btime(host.read_text(PROC_STAT)))
 
 
 def _detect_virt(host: Host, flag: str) -> str | None:

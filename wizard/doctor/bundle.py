@@ -51,7 +51,8 @@ Made by `gpuwizard doctor --bundle` (gpuwizard {version}). What is inside:
 Redacted everywhere: hostnames, serial numbers, UUIDs (boot_id, GPU UUIDs), 32-digit ids
 (machine-id), IPv4 and IPv6 addresses, MAC and InfiniBand addresses and GUIDs, and secrets
 (passwords, tokens, keys, credentials in URLs). Each value has one placeholder (<ip-1>,
-<host-1>, ...) in every file, so the logs still read. Read the files before you share them.
+<host-1>, ...) in every file, so the logs still read. JSON and YAML files are redacted value
+by value and stay loadable (YAML comments are dropped). Read the files before you share them.
 """
 
 
@@ -123,7 +124,7 @@ def write_bundle(
     when = time.time() if when is None else when
     redactor = Redactor(_known_values(host, HOSTNAME_FILES), _known_values(host, SERIAL_FILES))
     entries, unread = gather(diagnosis, state_dir, named_logs)
-    redacted = [(redactor.redact(name), redactor.redact(text)) for name, text in entries]
+    redacted = [(redactor.redact(name), redactor.redact_file(name, text)) for name, text in entries]
     manifest = {
         "gpuwizard": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)),
@@ -133,7 +134,7 @@ def write_bundle(
     }
     redacted += [
         ("README.txt", README.format(version=__version__)),
-        ("manifest.json", redactor.redact(json.dumps(manifest, indent=2)) + "\n"),
+        ("manifest.json", redactor.redact_file("manifest.json", json.dumps(manifest))),
     ]
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never clobber
     with (

@@ -4,15 +4,21 @@ secrets are replaced by placeholders before anything leaves the machine.
 Consistent: one ``Redactor`` gives the same value the same placeholder everywhere it redacts
 (``<ip-1>`` is the same address in every file), so logs stay readable. Values the machine names
 (its hostname, its DMI serials) are replaced wherever they appear; the rest are found by their
-shape. Secrets go first, so a password inside a URL never survives as a "hostname". Pure.
+shape. Secrets go first, so a password inside a URL never survives as a "hostname".
+Structured files (JSON, YAML) are parsed and rebuilt with every string redacted, never edited
+as text: a substitution can cut through an escape and leave a file nobody can load; a value
+under a key that names a secret, a host or a serial is replaced whole. Pure.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Literal
+
+import yaml
 
 Kind = Literal["secret", "host", "serial", "guid", "mac", "uuid", "ip", "id"]
 
@@ -53,6 +59,15 @@ IPV6_CANDIDATE = re.compile(
 )
 IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 HEX_ID = re.compile(r"(?<![0-9A-Fa-f])[0-9a-f]{32}(?![0-9A-Fa-f])")
+
+_KEY_PART = r"(?:^|(?<=[_\-. ]))"
+_KEY_END = r"(?:$|(?=[_\-. ]))"
+KEY_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
+    ("secret", re.compile(rf"(?i){_KEY_PART}{_SECRET_WORD}{_KEY_END}")),
+    ("host", re.compile(rf"(?i){_KEY_PART}(?:host|hostname|fqdn|nodename){_KEY_END}")),
+    ("serial", re.compile(rf"(?i){_KEY_PART}serial(?:[_-]?(?:number|no))?{_KEY_END}")),
+)
+"""A structured file's keys that say what their string value is: it is replaced whole."""
 
 GENERIC_HOSTNAMES = frozenset({"localhost", "localhost.localdomain", "ubuntu", "debian", "rocky"})
 """Image defaults that identify nothing; redacting them would blank every "ubuntu" in a log."""
@@ -120,6 +135,51 @@ class Redactor:
         for pattern, replace in passes:
             text = pattern.sub(replace, text)
         return text
+
+    # ------------------------------------------------------------------- structured files
+    def redact_tree(self, value: object, key: str = "") -> object:
+        """A parsed JSON/YAML value with every string (keys too) redacted; the shape kept."""
+        match value:
+            case str():
+                kind = next((k for k, pattern in KEY_KINDS if pattern.search(key)), None)
+                if kind is not None and value and value.lower() not in GENERIC_HOSTNAMES:
+                    return self.placeholder(kind, value)
+                return self.redact(value)
+            case dict():
+                return {self.redact(str(k)): self.redact_tree(v, str(k)) for k, v in value.items()}
+            case list() | tuple():
+                return [self.redact_tree(item, key) for item in value]
+            case _:
+                return value  # numbers, booleans, null, dates: nothing to identify
+
+    def redact_json(self, text: str) -> str | None:
+        """The JSON document redacted value by value; None when it does not parse."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        return json.dumps(self.redact_tree(data), indent=2, ensure_ascii=False) + "\n"
+
+    def redact_yaml(self, text: str) -> str | None:
+        """The YAML documents redacted value by value (comments are dropped); None when they do
+        not parse."""
+        try:
+            documents = list(yaml.safe_load_all(text))
+        except yaml.YAMLError:
+            return None
+        redacted = [self.redact_tree(document) for document in documents]
+        dumped: str = yaml.safe_dump_all(redacted, sort_keys=False, allow_unicode=True)
+        return dumped
+
+    def redact_file(self, name: str, text: str) -> str:
+        """A file for the bundle: JSON and YAML by their structure, anything else (or a file
+        that does not parse) as text."""
+        structured = None
+        if name.endswith(".json"):
+            structured = self.redact_json(text)
+        elif name.endswith((".yaml", ".yml")):
+            structured = self.redact_yaml(text)
+        return structured if structured is not None else self.redact(text)
 
 
 def _is_blank_mac(text: str) -> bool:

@@ -16,6 +16,7 @@ import yaml
 
 from gpuwizard.export.ansible_steps import MARKER_DIR, module_needs, play_tasks
 from gpuwizard.export.ansible_tasks import Context, Unsafe, text, texts
+from gpuwizard.export.hostcheck import FIELDS, IDENTITY_SH, identity
 from gpuwizard.export.source import ExportSource
 from gpuwizard.export.words import one_line
 from gpuwizard.plan import secrets_in
@@ -120,6 +121,51 @@ PlaybookDumper.add_representer(str, _represent_text)
 PlaybookDumper.add_representer(Unsafe, _represent_unsafe)
 
 
+FORCE_VAR = "gpuwizard_force"
+
+
+def host_check_tasks() -> list[dict[str, object]]:
+    """First of all, before any change: refuse a server unlike the machine the plan was made on
+    (its GPUs, OS, CPU architecture, loaded driver branch), each difference named; ``-e
+    gpuwizard_force=true`` runs it anyway. A server with a finished step is not checked again:
+    it meets what the earlier run changed (the driver it installed)."""
+    script = (
+        f"if compgen -G '{MARKER_DIR}/*.done' >/dev/null; then exit 0; fi\n"
+        f"gw_root=''\n{IDENTITY_SH}"
+    )
+    read: dict[str, object] = {
+        "name": "Read what the plan was made for, on this server: GPUs, OS, CPU, driver branch",
+        "ansible.builtin.command": {"argv": ["bash", "-c", text(script), "gpuwizard-host"]},
+        "register": "gpuwizard_host",
+        "changed_when": False,
+        "check_mode": False,
+    }
+    check: dict[str, object] = {
+        "name": "Refuse a server unlike the one the plan was made for (-e gpuwizard_force=true runs it)",
+        "ansible.builtin.assert": {
+            "that": "item.1 == item.0.value",
+            "fail_msg": (
+                "{{ item.0.label }}: made for {{ item.0.value }}, this host has {{ item.1 }}. "
+                "Nothing was changed. Run gpuwizard on it for a plan of its own, or pass "
+                f"-e {FORCE_VAR}=true to run this one anyway"
+            ),
+            "quiet": True,
+        },
+        "loop": "{{ gpuwizard_made_for | zip(gpuwizard_host.stdout_lines) | list }}",
+        "loop_control": {"label": "{{ item.0.label }}"},
+        "when": f"not ({FORCE_VAR} | default(false) | bool) and item.0.value | length > 0",
+    }
+    return [read, check]
+
+
+def made_for(source: ExportSource) -> list[dict[str, object]]:
+    made = identity(source.facts)
+    values = {name: getattr(made, name) for name, _ in FIELDS}
+    if source.selection.wsl:
+        values["gpus"] = ""  # the Windows driver shows WSL's GPUs; the PCI bus does not
+    return [{"label": label, "value": text(values[name])} for name, label in FIELDS]
+
+
 def render_ansible(source: ExportSource) -> str:
     """The playbook for this plan.
 
@@ -130,7 +176,7 @@ def render_ansible(source: ExportSource) -> str:
     prompts = prompt_tasks(source)
     context = Context(source, secrets)
     steps = play_tasks(source.plan.steps, context)
-    tasks = module_needs(steps) + steps
+    tasks = host_check_tasks() + module_needs(steps) + steps
     play: dict[str, object] = {
         "name": text(one_line(f"Set up GPU servers for PyTorch as planned on {source.machine}")),
         "hosts": HOSTS,
@@ -143,6 +189,7 @@ def render_ansible(source: ExportSource) -> str:
         "gpuwizard_version": text(source.version),
         "gpuwizard_source_machine": text(source.machine),
         "gpuwizard_plan_summary": texts(source.plan.summary),
+        "gpuwizard_made_for": made_for(source),
     }
     play["tasks"] = tasks
     body = yaml.dump([play], Dumper=PlaybookDumper, sort_keys=False, allow_unicode=True, width=100)

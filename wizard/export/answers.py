@@ -25,6 +25,7 @@ import yaml
 
 from gpuwizard import __version__
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.planner import Options, OptionsError, env_path
@@ -90,6 +91,8 @@ class MadeOn:
     os: str
     """os-release ID: ubuntu, debian, rocky."""
     os_version: str
+    cpu: str = ""
+    """``uname -m`` (x86_64, aarch64); empty in files from before it was recorded."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ def made_on(facts: HostFacts) -> MadeOn:
         # os-release is the machine's text: only its clean form goes into the file.
         os=one_line(facts.os.id) if facts.os else "unknown",
         os_version=one_line(facts.os.version_id) if facts.os else "unknown",
+        cpu=one_line(identity(facts).arch),
     )
 
 
@@ -278,6 +282,9 @@ def misfits(answers: Answers, facts: HostFacts) -> list[str]:
         reasons.append(
             f"they were made on {there.os} {there.os_version}; this server runs the older {here.os_version}"
         )
+    # The exports' host check, for what answers record of it (GPUs and OS follow the rules above,
+    # which fit "the same kind of server"; a loaded driver shows as a different plan).
+    reasons += host_differences(HostIdentity("", "", there.cpu, ""), identity(facts))
     return reasons
 
 

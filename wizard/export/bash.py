@@ -16,6 +16,7 @@ carries, and never the runner, the host or a subprocess.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from gpuwizard.export.bash_runtime import MARKER_DIR, UNIT, keycheck_lines, runtime
@@ -29,6 +30,7 @@ from gpuwizard.export.bash_words import (
     rooted,
     wrap,
 )
+from gpuwizard.export.hostcheck import identity
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
 from gpuwizard.ops import (
@@ -55,6 +57,7 @@ from gpuwizard.ops import (
     UvPythonInstall,
     UvVenv,
     Venv,
+    care_for,
 )
 from gpuwizard.plan import (
     Action,
@@ -94,7 +97,10 @@ def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
         runtime(test_build=test_build),
         *(["", *keycheck_lines()] if _checks_keys(runnable) else []),
         "",
+        *_repair_lines(),
+        "",
         f"readonly GW_TOTAL={len(runnable)}",
+        *_made_for_lines(source),
         'gw_start "$@"',
         *_secret_lines(runnable),
     ]
@@ -118,6 +124,42 @@ def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
     )
 
 
+def _made_for_comment(source: ExportSource) -> list[str]:
+    made = identity(source.facts)
+    return [
+        f"# Made for: GPUs {one_line(made.gpus)} ({one_line(made.gpu_names)}), OS {one_line(made.os)},",
+        f"#   CPU {one_line(made.arch)}, loaded NVIDIA driver branch {one_line(made.driver)}",
+    ]
+
+
+def _made_for_lines(source: ExportSource) -> list[str]:
+    """The facts of the machine the plan was made on, for gw_check_host (GPUs not under WSL,
+    where the Windows driver shows them and the PCI bus does not)."""
+    made = identity(source.facts)
+    gpus = "" if source.selection.wsl else made.gpus
+    return [
+        f"readonly GW_MADE_GPUS={quote(gpus)} GW_MADE_OS={quote(made.os)}",
+        f"readonly GW_MADE_ARCH={quote(made.arch)} GW_MADE_DRIVER={quote(made.driver)}",
+    ]
+
+
+def _repair_lines() -> list[str]:
+    """The runner's own two repair commands (DpkgConfigure, AptFixBroken), for gw_repair_dpkg."""
+    repair = StepPlan("repair-dpkg", "Repair an interrupted package database", "", ())
+    return [
+        "gw_repair_commands() {",
+        "  case $1 in",
+        "    configure)",
+        textwrap.indent(_run_line(repair, DpkgConfigure(), ""), "    "),
+        "      ;;",
+        "    fix)",
+        textwrap.indent(_run_line(repair, AptFixBroken(), ""), "    "),
+        "      ;;",
+        "  esac",
+        "}",
+    ]
+
+
 def _runs_here(step: StepPlan) -> bool:
     return Target.HOST in step.targets and bool(step.actions)
 
@@ -136,7 +178,7 @@ def _header(source: ExportSource, runnable: Sequence[StepPlan], test_build: bool
         f"# Steps ({len(runnable)}):",
         *steps,
         "#",
-        "# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]",
+        "# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit] [--force]",
         "#   It runs the plan's steps in order: the same commands, with the same environment, as",
         "#   gpuwizard's own run. A finished step leaves a marker in",
         f"#   {MARKER_DIR}/ and is skipped when the script runs again; delete that",
@@ -146,7 +188,10 @@ def _header(source: ExportSource, runnable: Sequence[StepPlan], test_build: bool
         f"#   installs {UNIT}, which runs it again after each boot until every step is",
         "#   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.",
         "#   Steps that had nothing to do on the machine above are left out (see the comments",
-        "#   below): run this on the same kind of machine, made from the same image.",
+        "#   below): run this on the same kind of machine, made from the same image. Its first run",
+        "#   refuses, before any change, a host whose GPUs, OS, CPU architecture or loaded driver",
+        "#   branch differ from that machine's (named below); --force (GPUWIZARD_FORCE=1) runs it anyway.",
+        *_made_for_comment(source),
         *_secrets_header(runnable),
         *(
             [
@@ -298,10 +343,9 @@ def _action_lines(step: StepPlan, action: Action, root: str) -> list[str]:  # no
             return [_fetch_line(step, action, root)]
         case WriteFile():
             return [_write_text(step, action, root)]
-        case AptUpdate():
-            # apt's lock timeout does not cover the lists lock: gw_run retries, as the runner does
-            return [_run_line(step, action, root, retry=True)]
-        case AptInstall() | AptUpgrade() | AptHold() | DpkgConfigure() | AptFixBroken():
+        case (
+            AptUpdate() | AptInstall() | AptUpgrade() | AptHold() | DpkgConfigure() | AptFixBroken()
+        ):
             return [_run_line(step, action, root)]
         case DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
             return [_run_line(step, action, root)]
@@ -315,15 +359,19 @@ def _action_lines(step: StepPlan, action: Action, root: str) -> list[str]:  # no
             assert_never(action)
 
 
-def _run_line(step: StepPlan, op: Program, root: str, *, retry: bool = False) -> str:
-    run = op.command()
+def _run_line(step: StepPlan, op: Program, root: str) -> str:
+    """gw_run with the care the runner gives the operation (care_for): an interrupted dpkg
+    repaired first, apt's lists lock retried (its lock timeout does not cover that lock)."""
+    run, care = op.command(), care_for(op)
     words = ["gw_run"]
     if run.ok_codes != (0,):
         words += ["--ok", quote(" ".join(str(code) for code in run.ok_codes))]
     if run.answers:
         words.append("--stdin")
-    if retry:
+    if care.retry_on_lock:
         words.append("--retry")
+    if care.repair_first:
+        words.append("--repair")
     words += [*env_words(step.id, run.env), "--", *argv_words(step.id, run.argv)]
     if run.answers:
         words = ["gw_replies", *_reply_words(step, run), "|", *words]

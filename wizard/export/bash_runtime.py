@@ -18,8 +18,10 @@ way to run commands or skip the root check.
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
+from gpuwizard.export.hostcheck import IDENTITY_SH
 from gpuwizard.paths import DOWNLOADS_DIR
 
 UNIT = "gpuwizard-deploy.service"
@@ -38,6 +40,7 @@ readonly GW_UNIT_FILE="@ROOT@/etc/systemd/system/$GW_UNIT"
 readonly GW_INSTALLED_SCRIPT="$GW_STATE/deploy.sh"
 gw_reboot_now=0
 gw_resume_unit=0
+gw_force=0
 gw_step=''
 gw_backups=()
 
@@ -48,9 +51,10 @@ gw_die() {
 }
 
 gw_usage() {
-  gw_say "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]" \
+  gw_say "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit] [--force]" \
     "  --reboot               reboot by itself when a step needs it (or GPUWIZARD_REBOOT=1)" \
     "  --install-resume-unit  run again after each boot ($GW_UNIT) until every step is done" \
+    "  --force                run on a host unlike the one the plan was made for (or GPUWIZARD_FORCE=1)" \
     "exit status: 0 done, 10 reboot needed (then run it again), anything else: a step failed"
 }
 
@@ -69,6 +73,7 @@ gw_parse_args() {
     case $1 in
       --reboot) gw_reboot_now=1 ;;
       --install-resume-unit) gw_resume_unit=1 ;;
+      --force) gw_force=1 ;;
       -h | --help)
         gw_usage
         exit 0
@@ -78,6 +83,7 @@ gw_parse_args() {
     shift
   done
   if [[ ${GPUWIZARD_REBOOT:-} == 1 ]]; then gw_reboot_now=1; fi
+  if [[ ${GPUWIZARD_FORCE:-} == 1 ]]; then gw_force=1; fi
 }
 
 gw_start() {
@@ -85,10 +91,43 @@ gw_start() {
   if [[ $EUID -ne 0@NOT_ROOT_IN_TESTS@ ]]; then
     gw_die "run me as root: sudo bash $0"
   fi
+  if ! compgen -G "$GW_MARKERS/*.done" >/dev/null; then gw_check_host; fi
   mkdir -p -- "$GW_MARKERS"
   chmod 0700 -- "$GW_MARKERS"
   exec 9>>"$GW_MARKERS/.lock"
   flock -n 9 || gw_die "another deploy.sh is at work on this machine; let it finish first"
+}
+
+# gw_host_identity: this host's GPUs, OS, CPU architecture and loaded driver branch, one line
+# each, read as gpuwizard recorded them for the machine the plan was made on (hostcheck.py).
+gw_host_identity() {
+  local gw_root="@ROOT@"
+  (
+@IDENTITY@
+  )
+}
+
+# gw_check_host: before anything changes, refuse a host unlike the one this plan was made for,
+# naming each difference; --force (GPUWIZARD_FORCE=1) runs it anyway. Only a first run checks:
+# a later one meets what the earlier runs changed (the driver this script installed).
+gw_check_host() {
+  local -a made=("$GW_MADE_GPUS" "$GW_MADE_OS" "$GW_MADE_ARCH" "$GW_MADE_DRIVER")
+  local -a labels=(GPUs OS 'CPU architecture' 'loaded NVIDIA driver branch') here=() differ=()
+  local i joined
+  mapfile -t here < <(gw_host_identity)
+  for i in "${!made[@]}"; do
+    if [[ -n ${made[i]} && ${made[i]} != "${here[i]:-unknown}" ]]; then
+      differ+=("${labels[i]}: made for ${made[i]}, this host has ${here[i]:-unknown}")
+    fi
+  done
+  ((${#differ[@]} > 0)) || return 0
+  joined=$(printf '%s; ' "${differ[@]}")
+  if ((gw_force)); then
+    gw_say "deploy.sh: this host differs from the plan's: ${joined%; }; going on (--force)"
+    return 0
+  fi
+  gw_die "this host is not the kind the plan was made for: ${joined%; }. Nothing was changed." \
+    "Run gpuwizard on it for a plan of its own, or pass --force (GPUWIZARD_FORCE=1) to run this one anyway"
 }
 
 gw_boot_id() {
@@ -137,6 +176,33 @@ gw_begin_reboot() {
   gw_say "==> [$1/$GW_TOTAL] $3: the machine has not rebooted since this step asked for it"
 }
 
+# gw_dpkg_interrupted: a dpkg run was cut off (its journal waits in updates/, or `dpkg --audit`
+# names a package left mid-way); until it is finished every apt call fails with exit 100.
+gw_dpkg_interrupted() {
+  local audit
+  if compgen -G "@ROOT@/var/lib/dpkg/updates/*" >/dev/null; then return 0; fi
+  audit=$( (trap - ERR; exec -- @SHIM@dpkg --audit) </dev/null 2>/dev/null || true)
+  [[ -n $audit ]]
+}
+
+# gw_repair_dpkg: before an apt command that needs it (gw_run --repair), finish an interrupted
+# dpkg the way the wizard's runner does: dpkg --configure -a, then apt-get -f install when a
+# package is still left half-installed (apt waits for the lock as long as the runner's). The two
+# commands are the runner's own, written out below the helpers (gw_repair_commands).
+gw_repairing=0
+gw_repair_dpkg() {
+  ((gw_repairing == 0)) || return 0
+  gw_dpkg_interrupted || return 0
+  gw_repairing=1
+  gw_say "    dpkg was left interrupted by an earlier run; running dpkg --configure -a first"
+  gw_repair_commands configure
+  if gw_dpkg_interrupted; then
+    gw_say "    a package is still half-installed; running apt-get -f install"
+    gw_repair_commands fix
+  fi
+  gw_repairing=0
+}
+
 gw_show() {
   local arg
   local -a shown=()
@@ -146,13 +212,14 @@ gw_show() {
   gw_say "    \$ ${shown[*]}"
 }
 
-# gw_run [--ok 'CODES'] [--stdin] [--retry] [NAME=VALUE...] -- PROGRAM [ARG...]: one planned
-# command, with exactly its own environment added; it succeeds when its exit status is one of
-# CODES (default 0). Its stdin is /dev/null unless --stdin: a prompt nobody foresaw fails the step
-# instead of hanging. --retry (apt-get update, which another apt's lists lock can fail) tries again
-# after 2, 4, 8, 16 and 32 s, as the runner does.
+# gw_run [--ok 'CODES'] [--stdin] [--retry] [--repair] [NAME=VALUE...] -- PROGRAM [ARG...]: one
+# planned command, with exactly its own environment added; it succeeds when its exit status is
+# one of CODES (default 0). Its stdin is /dev/null unless --stdin: a prompt nobody foresaw fails
+# the step instead of hanging. --retry (apt-get update, which another apt's lists lock can fail)
+# tries again after 2, 4, 8, 16 and 32 s, as the runner does. --repair (apt-get update, install,
+# upgrade) first finishes a dpkg an earlier run left interrupted, as the runner does.
 gw_run() {
-  local ok=0 stdin=/dev/null retries=0 attempt=0 status assignment
+  local ok=0 stdin=/dev/null retries=0 attempt=0 repair=0 status assignment
   local -a assignments=()
   while [[ $1 != -- ]]; do
     case $1 in
@@ -162,11 +229,13 @@ gw_run() {
         ;;
       --stdin) stdin=/dev/stdin ;;
       --retry) retries=5 ;;
+      --repair) repair=1 ;;
       *) assignments+=("$1") ;;
     esac
     shift
   done
   shift
+  ((repair == 0)) || gw_repair_dpkg
   gw_show "$@"
   while true; do
     status=0
@@ -451,6 +520,7 @@ def runtime(*, test_build: bool = False) -> str:
         .replace("@DOWNLOADS@", DOWNLOADS_DIR)
         .replace("@NOT_ROOT_IN_TESTS@", " && -z ${GPUWIZARD_SHIM:-}" if test_build else "")
         .replace("@SHIM@", '${GPUWIZARD_SHIM:+"$GPUWIZARD_SHIM"} ' if test_build else "")
+        .replace("@IDENTITY@", textwrap.indent(IDENTITY_SH.rstrip("\n"), "    "))
     )
     shown = r'${\1#"${GPUWIZARD_ROOT:-}"}' if test_build else r"$\1"
     return _SHOWN.sub(shown, text)

@@ -8,7 +8,8 @@ The loop, step by step (ARCHITECTURE X2, X3, X7, B1-B3):
 - a step is done only when ``verify`` passes on fresh facts; one that takes effect at boot waits
   in ``awaiting_reboot`` and is verified after the reboot;
 - a reboot step records the boot_id, stops and asks; only a changed, well-formed boot_id proves
-  the reboot happened. Reboot cycles per step are capped.
+  the reboot happened (where it cannot be read, a later /proc/stat btime; with neither, the
+  reboot cannot be judged and the person is asked to check). Reboot cycles per step are capped.
 Everything it touches is injected, so every path is tested without a system.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.facts import HostFacts, judge_boot
 from gpuwizard.failpoints import failpoint
 from gpuwizard.plan import StepPlan
 from gpuwizard.runner.events import (
@@ -48,6 +49,23 @@ from gpuwizard.runner.journal import (
 from gpuwizard.steps.base import PlanError, Step
 
 REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
+CANNOT_JUDGE = "cannot judge the reboot"
+
+
+def cannot_judge(pending: RebootRecord, facts: HostFacts) -> str:
+    """Why a reboot cannot be judged, and what the person is asked to do."""
+    boot_id_read = pending.boot_id_before is not None and facts.boot.boot_id is not None
+    btime_read = pending.btime_before is not None and facts.boot.btime is not None
+    if not boot_id_read and not btime_read:
+        detail = "neither the boot_id nor the boot time (/proc/stat btime) can be read"
+    else:  # the boot_id cannot be read and btime moved back: the clock was set back
+        detail = "the boot_id cannot be read and the boot time moved back (the clock was set)"
+    return (
+        f"{CANNOT_JUDGE}: {detail}, so it is unknown whether the reboot happened; "
+        "check (uptime, who -b), then run again"
+    )
+
+
 ExitKind = Literal["done", "failed", "reboot", "changed", "stopped", "paused"]
 StepOutcome = Literal["continue", "failed", "reboot", "changed", "stopped"]
 StepRun = Generator[RunEvent, None, StepOutcome]
@@ -86,16 +104,22 @@ class Applier:
             return "stopped"
         if pending is None:
             return None
-        if facts.boot.boot_id is None or pending.boot_id_before is None:
-            why = "the boot_id cannot be read, so it is unknown whether the reboot happened; check, then run again"
-            yield RunStopped(StopReason.BOOT_UNKNOWN, why, pending.step)
+        judged = judge_boot(pending.mark, facts.boot.mark)
+        if judged.same is None:
+            yield RunStopped(StopReason.BOOT_UNKNOWN, cannot_judge(pending, facts), pending.step)
             return "stopped"
-        if facts.boot.boot_id == pending.boot_id_before:
+        if judged.same:
             if self.reboot_now:
                 return (yield from self.carry_out_reboot(pending))
             self.offer_reboot_again(pending)
             return None
-        yield RebootDetected(pending.boot_id_before, facts.boot.boot_id)
+        yield RebootDetected(
+            pending.boot_id_before,
+            facts.boot.boot_id,
+            judged.signal or "boot_id",
+            pending.btime_before,
+            facts.boot.btime,
+        )
         failures = yield from self.verify_waiting(facts)
         self.journal.set(reboot=None)  # last: a crash before this verifies the same boot again
         if failures:
@@ -302,26 +326,26 @@ class Applier:
             yield StepFinished(planned.id, False, why)
             yield RunStopped(StopReason.FAILED, why, planned.id)
             return "failed"
-        if facts.boot.boot_id is None:
+        signal = facts.boot.mark.signal
+        if signal is None:
             why = (
-                "the boot_id cannot be read, so a reboot could not be confirmed afterwards; "
-                "check /proc/sys/kernel/random/boot_id, then run again"
+                "neither the boot_id nor the boot time can be read, so a reboot could not be "
+                "judged afterwards; check /proc/sys/kernel/random/boot_id and /proc/stat, then run again"
             )
             yield RunStopped(StopReason.BOOT_UNKNOWN, why, planned.id)
             return "stopped"
         reason = self.steps[planned.id].check(facts).reason
         if self.reboot_missed:
-            reason = f"the reboot did not happen (the boot_id is unchanged); still: {reason}"
+            reason = f"{REBOOT_MISSED}; still: {reason}"
         attempt = record.reboots + 1
+        pending = RebootRecord(
+            planned.id, facts.boot.boot_id, now(), attempt, None, facts.boot.btime, signal
+        )
         self.journal.record_reboot(
-            planned.id,
-            RebootRecord(planned.id, facts.boot.boot_id, now(), attempt),
-            state="awaiting_reboot",
-            reboots=attempt,
-            reason=reason,
+            planned.id, pending, state="awaiting_reboot", reboots=attempt, reason=reason
         )
         failpoint("reboot.after_state_write")
-        yield RebootRequested(planned.id, facts.boot.boot_id, attempt, reason)
+        yield RebootRequested(planned.id, facts.boot.boot_id, attempt, reason, signal)
         if self.reboot_confirmed:
             failpoint("reboot.before_cmd")
             yield ActionStarted(planned.id, 0, planned.actions[0].display())

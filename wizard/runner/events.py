@@ -15,6 +15,7 @@ from enum import Enum
 from typing import ClassVar
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.facts import BootSignal
 
 SCHEMA = 1
 
@@ -30,11 +31,15 @@ class RunStarted:
 
 @dataclass(frozen=True)
 class RebootDetected:
-    """On start: the boot_id changed since the reboot was requested, so it happened."""
+    """On start: the boot changed since the reboot was requested, so it happened."""
 
     KIND: ClassVar[str] = "reboot-detected"
-    boot_id_before: str
-    boot_id_now: str
+    boot_id_before: str | None
+    boot_id_now: str | None
+    signal: BootSignal = "boot_id"
+    """What told the boots apart: the boot_id, else (unreadable) /proc/stat's btime."""
+    btime_before: int | None = None
+    btime_now: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,8 @@ class RebootRequested:
     boot_id: str | None
     attempt: int
     reason: str
+    signal: BootSignal = "boot_id"
+    """What the reboot will be judged by once the machine is back."""
 
 
 class StopReason(str, Enum):

@@ -28,30 +28,13 @@ from gpuwizard.failpoints import failpoint
 from gpuwizard.host import SAFE_PATH, Host
 from gpuwizard.ops import (
     AptFixBroken,
-    AptHold,
-    AptInstall,
-    AptUpdate,
-    AptUpgrade,
     Command,
-    CondaCreate,
-    DnfInstall,
-    DnfModuleEnable,
-    DnfUpgrade,
-    DnfVersionLock,
-    Download,
     DpkgConfigure,
-    MiniforgeInstall,
-    PipDownload,
-    PipInstall,
     Program,
-    Reboot,
-    Service,
-    UvPythonInstall,
-    UvVenv,
-    Venv,
+    care_for,
 )
 from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import Action, WriteFile, assert_never, uses_downloads
+from gpuwizard.plan import Action, WriteFile, uses_downloads
 from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
@@ -73,36 +56,6 @@ LOCK_BACKOFF_S = 1.0
 """The n-th retry waits LOCK_BACKOFF_S * 2**n seconds: 2, 4, 8, 16, 32 (about a minute in all)."""
 REPAIR = DpkgConfigure().command()
 FIX_BROKEN = AptFixBroken().command()
-
-
-@dataclass(frozen=True)
-class Care:
-    """What the executor does around an operation besides running its command."""
-
-    repair_first: bool = False
-    """It needs a consistent dpkg database: an interrupted one is repaired first."""
-    retry_on_lock: bool = False
-    """apt's lock timeout does not cover the lists lock (netlab#2473): retry with backoff."""
-
-
-def care_for(op: Program) -> Care:  # noqa: RET503 - the match is exhaustive
-    match op:
-        case AptUpdate():
-            return Care(repair_first=True, retry_on_lock=True)
-        case AptInstall() | AptUpgrade():
-            return Care(repair_first=True)
-        case DpkgConfigure() | AptFixBroken():
-            return Care()  # the repairs themselves
-        case AptHold() | DnfInstall() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock():
-            return Care()
-        case Download() | Service() | Reboot() | Command():
-            return Care()
-        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
-            return Care()
-        case CondaCreate() | MiniforgeInstall():
-            return Care()
-        case _:  # pragma: no cover - exhaustive
-            assert_never(op)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 Readers see the old content or the new, never a mix, even after a power cut (dpkg's
 atomic-file.c does the same; Pillai et al., OSDI 2014). Files are created with their final mode
 (0600 for state), never chmod-ed afterwards. A last-good copy is kept by hard link when asked.
+A temp file's name carries its writer's pid, so a clean-up after a crash removes only the temp
+files of writers that are gone, never one a live process is about to rename into place.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600, backup: Path | None
     """Replace ``path`` with ``data`` durably; ``backup`` receives the previous file (hard link)."""
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{TEMP_PREFIX}{os.getpid()}.")
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
@@ -59,10 +61,31 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600, backup: Path | None
         raise
 
 
+def _writer_alive(temp_name: str) -> bool:
+    """Whether the process that made this temp file may still be writing it."""
+    pid = temp_name[len(TEMP_PREFIX) :].split(".", 1)[0]
+    if not pid.isdigit():
+        return False  # no pid in the name (an older gpuwizard's): nobody claims it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, and someone else's
+    return True
+
+
 def remove_stale_temps(directory: Path) -> int:
-    """Delete temp files a crash left behind; returns how many."""
+    """Delete temp files a crash left behind (their writer is gone); returns how many.
+
+    The runner calls this only once it holds the lock, and a temp file whose writer still runs
+    (a front end saving its lease, another runner mid-save) is left alone: deleting it would make
+    that writer's rename fail.
+    """
     removed = 0
     for stale in directory.glob(f"{TEMP_PREFIX}*"):
+        if _writer_alive(stale.name):
+            continue
         stale.unlink(missing_ok=True)
         removed += 1
     return removed

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.facts import BootMark, BootSignal
 from gpuwizard.failpoints import failpoint
 from gpuwizard.plan import Plan, current_plan_data
 from gpuwizard.runner.files import write_atomic
@@ -53,6 +54,14 @@ class RebootRecord:
     attempt: int
     commanded_at: str | None = None
     """When the reboot command ran; set with an unchanged boot_id, the reboot did not happen."""
+    btime_before: int | None = None
+    """/proc/stat's btime when the reboot was asked for: the fallback when the boot_id is unreadable."""
+    signal: BootSignal | None = None
+    """What the reboot will be judged by (boot_id, else btime); None in journals from before."""
+
+    @property
+    def mark(self) -> BootMark:
+        return BootMark(self.boot_id_before, self.btime_before)
 
 
 @dataclass(frozen=True)

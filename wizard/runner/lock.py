@@ -4,6 +4,7 @@ The lock file is held with ``fcntl.flock`` for the runner's lifetime; the kernel
 when the process dies, so a crash never leaves a stale lock. run.json records the pid, its start
 time (field 22 of /proc/<pid>/stat) and the boot_id, because a pid alone is reused: a runner is
 alive only if all three still match (A1), and gone without a final record means interrupted.
+Where the boot_id cannot be read, /proc/stat's btime stands in for it (issue 14).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.facts import BootMark, judge_boot
 from gpuwizard.runner.files import write_atomic
 
 RunnerStatus = Literal["running", "finished", "interrupted", "none"]
@@ -37,6 +39,12 @@ class RunRecord:
     finished_at: str | None = None
     outcome: str | None = None
     """done, failed, reboot, stopped: how the run ended, when it ended cleanly."""
+    btime: int | None = None
+    """/proc/stat's btime at the start: tells the boot when the boot_id cannot be read."""
+
+    @property
+    def mark(self) -> BootMark:
+        return BootMark(self.boot_id, self.btime)
 
 
 def process_start_ticks(pid: int, proc: Path = Path("/proc")) -> int | None:
@@ -111,16 +119,24 @@ def read_run_record(state_dir: Path) -> RunRecord | None:
     return record
 
 
-def runner_status(state_dir: Path, boot_id: str | None, proc: Path = Path("/proc")) -> RunnerStatus:
-    """running: same boot, same pid with the same start time; else finished, interrupted or none."""
+def runner_status(
+    state_dir: Path, boot: BootMark | str | None, proc: Path = Path("/proc")
+) -> RunnerStatus:
+    """running: same boot, same pid with the same start time; else finished, interrupted or none.
+
+    ``boot`` is this boot's mark (a bare string: its boot_id). When the boot cannot be judged
+    (neither boot_id nor btime readable), the pid and its start time decide alone: an unreadable
+    boot_id must never make a live runner look ended.
+    """
     record = read_run_record(state_dir)
     if record is None:
         return "none"
     if record.finished_at is not None:
         return "finished"
+    now = boot if isinstance(boot, BootMark) else BootMark(boot)
+    same_boot = judge_boot(record.mark, now).same
     same_process = (
-        record.boot_id is not None
-        and record.boot_id == boot_id
+        same_boot is not False
         and record.start_ticks is not None
         and process_start_ticks(record.pid, proc) == record.start_ticks
     )

@@ -7,6 +7,7 @@ registry differ. It also keeps the login banner that tells whoever logs in how t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import traceback
@@ -132,13 +133,13 @@ def run_session(
 ) -> int:
     """Run (or resume) the journal's plan; ``host_view`` gives a fresh view of the machine each time."""
     make_private_dir(state_dir)
-    remove_stale_temps(state_dir)
     lock = RunnerLock(state_dir)
     try:
         lock.acquire()
     except AlreadyRunning:
-        return EXIT_BUSY
+        return EXIT_BUSY  # before any clean-up: the live runner's files are not ours to touch
     try:
+        remove_stale_temps(state_dir)
         return _run_locked(host_view, tools, state_dir, options)
     finally:
         lock.release()
@@ -155,7 +156,8 @@ def _run_locked(
         return EXIT_STOPPED
     log = EventLog(state_dir / EVENTS, options.owner_uid)
     facts = detect_host(host)
-    record = RunRecord(os.getpid(), process_start_ticks(os.getpid()), facts.boot.boot_id, now())
+    ticks = process_start_ticks(os.getpid())
+    record = RunRecord(os.getpid(), ticks, facts.boot.boot_id, now(), btime=facts.boot.btime)
     write_run_record(state_dir, record)
     current_step = [""]
 
@@ -216,13 +218,6 @@ def _run_locked(
 
 
 def _finished(record: RunRecord, outcome: str) -> RunRecord:
-    return RunRecord(
-        record.pid,
-        record.start_ticks,
-        record.boot_id,
-        record.started_at,
-        EXITS.get(outcome, 1),
-        None,
-        now(),
-        outcome,
+    return dataclasses.replace(
+        record, exit_code=EXITS.get(outcome, 1), signal=None, finished_at=now(), outcome=outcome
     )

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from gpuwizard.facts import BootSignal
 from gpuwizard.plan import assert_never
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
@@ -74,6 +75,8 @@ class RunView:
     """How the newest invocation ended; None while it runs (or before any ran)."""
     rebooted: bool = False
     """The newest invocation found that the machine rebooted."""
+    rebooted_by: BootSignal | None = None
+    """What told it: the boot_id, else /proc/stat's btime (the boot_id could not be read)."""
     checked: tuple[ev.StepFinished, ...] = ()
     """What the newest invocation verified after finding the reboot."""
 
@@ -102,11 +105,12 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
                 invocation=view.invocation + 1,
                 ending=None,
                 rebooted=False,
+                rebooted_by=None,
                 checked=(),
                 prompt=None,
             )
         case ev.RebootDetected():
-            return replace(view, rebooted=True)
+            return replace(view, rebooted=True, rebooted_by=event.signal)
         case ev.StepStarted():
             view = _step(view, event.step, status="running", reason="", started=envelope.time)
             return replace(view, current=event.step, command=None, tail=(), prompt=None)
@@ -145,6 +149,17 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
             return replace(view, ending=Finished(event.ok, event.summary), prompt=None)
         case _:
             assert_never(event)
+
+
+def told_by(signal: BootSignal | None) -> str:  # noqa: RET503 - exhaustive: assert_never
+    """How a front end says which signal judged the reboot."""
+    match signal:
+        case "boot_id" | None:
+            return "its boot_id changed"
+        case "btime":
+            return "judged by the boot time in /proc/stat: the boot_id cannot be read here"
+        case _:
+            assert_never(signal)
 
 
 def view_of(envelopes: Iterable[ev.Envelope], start: RunView | None = None) -> RunView:

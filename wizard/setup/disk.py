@@ -6,13 +6,22 @@ it alone, so every launch of either front end lands on the same stage for the sa
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.facts import BootMark, judge_boot
+from gpuwizard.planner import Options
+from gpuwizard.recommend.result import Choices
+from gpuwizard.runner.files import write_atomic
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.runner.lock import RunnerStatus, read_run_record, runner_status
 from gpuwizard.setup.lease import Holder
+from gpuwizard.setup.request import SetupRequest
+
+REQUEST = "request.json"
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,10 @@ class DiskState:
     """This boot's id, or None when it cannot be read."""
     driven_by: Holder | None = None
     """Another front end that drives this machine's setup (gpuwizard.setup.lease)."""
+    btime: int | None = None
+    """When this boot began (/proc/stat), the stand-in for an unreadable boot_id."""
+    request: SetupRequest | None = None
+    """What the journal's run was made from (None: not recorded, an older gpuwizard's run)."""
 
     @property
     def reboot_pending(self) -> bool:
@@ -37,17 +50,19 @@ class DiskState:
         """Whether the machine rebooted since the reboot was asked for (None: cannot tell)."""
         if self.journal is None or self.journal.reboot is None:
             return None
-        before = self.journal.reboot.boot_id_before
-        if before is None or self.boot_id is None:
-            return None
-        return before != self.boot_id
+        same = judge_boot(self.journal.reboot.mark, BootMark(self.boot_id, self.btime)).same
+        return None if same is None else not same
 
     @property
     def run_id(self) -> str | None:
         return self.journal.run_id if self.journal else None
 
 
-def read_disk(state_dir: Path, boot_id: str | None, driven_by: Holder | None = None) -> DiskState:
+def read_disk(
+    state_dir: Path, boot: BootMark | str | None, driven_by: Holder | None = None
+) -> DiskState:
+    """The disk as it is now; ``boot`` is this boot's mark (a bare string: its boot_id)."""
+    mark = boot if isinstance(boot, BootMark) else BootMark(boot)
     journal: JournalData | None = None
     problem = None
     if (state_dir / JOURNAL).exists():
@@ -57,10 +72,31 @@ def read_disk(state_dir: Path, boot_id: str | None, driven_by: Holder | None = N
             problem = str(error)
     record = read_run_record(state_dir)
     return DiskState(
-        runner=runner_status(state_dir, boot_id),
+        runner=runner_status(state_dir, mark),
         journal=journal,
         problem=problem,
         outcome=record.outcome if record else None,
-        boot_id=boot_id,
+        boot_id=mark.boot_id,
         driven_by=driven_by,
+        btime=mark.btime,
+        request=read_request(state_dir, journal.run_id) if journal else None,
     )
+
+
+def save_request(state_dir: Path, run_id: str, request: SetupRequest) -> None:
+    """Keep what a run was made from beside its journal (no secret is in a request)."""
+    data = {"run_id": run_id, "choices": request.choices, "options": request.options}
+    write_atomic(state_dir / REQUEST, json.dumps(to_jsonable(data), indent=1).encode(), 0o600)
+
+
+def read_request(state_dir: Path, run_id: str) -> SetupRequest | None:
+    """The request ``run_id`` was made from; None when not recorded for that run or unreadable."""
+    try:
+        data = json.loads((state_dir / REQUEST).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("run_id") != run_id:
+            return None
+        return SetupRequest(
+            from_jsonable(Choices, data["choices"]), from_jsonable(Options, data["options"])
+        )
+    except (OSError, ValueError, KeyError, CodecError):
+        return None

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from gpuwizard.detect import detect_host
-from gpuwizard.detect.platform import parse_boot_id
-from gpuwizard.facts import HostFacts
+from gpuwizard.detect.platform import read_boot_mark
+from gpuwizard.facts import BootMark, HostFacts
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import (
@@ -32,7 +32,7 @@ from gpuwizard.runner.layout import EVENTS
 from gpuwizard.runner.lock import AlreadyRunning, read_run_record, runner_status
 from gpuwizard.runner.secrets import send_secret
 from gpuwizard.runner.view import Stopped, view_of
-from gpuwizard.setup.disk import DiskState, read_disk
+from gpuwizard.setup.disk import DiskState, read_disk, save_request
 from gpuwizard.setup.flow import (
     Answer,
     Detect,
@@ -93,7 +93,7 @@ class SetupDriver:
         match effect:
             case Detect():
                 facts = self.facts()
-                return Looked(facts, self.disk(facts.boot.boot_id, claim=self.drive))
+                return Looked(facts, self.disk(facts.boot.mark, claim=self.drive))
             case MakePlan():
                 context = effect.context
                 return plan_request(self.table, context.facts, context.request, self.replay)
@@ -109,13 +109,14 @@ class SetupDriver:
         state_dir = self.backend.state_dir
         try:
             with starting(state_dir):
-                disk = self.disk(effect.facts.boot.boot_id)
+                disk = self.disk(effect.facts.boot.mark)
                 if disk.runner == "running" or disk.run_id != effect.seen_run:
                     return PrepareRaced(disk)
                 try:
-                    prepare_run(state_dir, effect.plan, effect.selection, effect.facts)
+                    run_id = prepare_run(state_dir, effect.plan, effect.selection, effect.facts)
+                    save_request(state_dir, run_id, effect.request)
                 except AlreadyRunning:
-                    return PrepareRaced(self.disk(effect.facts.boot.boot_id))
+                    return PrepareRaced(self.disk(effect.facts.boot.mark))
         except StartBusy as error:
             return PrepareBusy(str(error))
         return Prepared()
@@ -140,15 +141,14 @@ class SetupDriver:
     def facts(self) -> HostFacts:
         return detect_host(self.backend.host())
 
-    def boot_id(self) -> str | None:
-        """This boot's id, read alone: cheap enough to ask several times a second."""
-        return parse_boot_id(self.backend.host().read_text("/proc/sys/kernel/random/boot_id"))
+    def boot(self) -> BootMark:
+        """This boot's id and start time, read alone: cheap enough to ask several times a second."""
+        return read_boot_mark(self.backend.host())
 
-    def disk(self, boot_id: str | None = None, claim: bool = False) -> DiskState:
+    def disk(self, boot: BootMark | None = None, claim: bool = False) -> DiskState:
         """The disk as it is; ``claim`` takes the lease to drive, when no other front end has it."""
         other = self.lease.claim(self.command) if claim else self.lease.other()
-        boot = boot_id if boot_id is not None else self.boot_id()
-        return read_disk(self.backend.state_dir, boot, other)
+        return read_disk(self.backend.state_dir, boot or self.boot(), other)
 
     def driven_elsewhere(self) -> bool:
         """Another front end still drives the setup (a watching view asks this)."""
@@ -183,7 +183,7 @@ class SetupDriver:
             return wait_until_started(self.backend.state_dir, process, previous)
 
     def running(self) -> bool:
-        return runner_status(self.backend.state_dir, self.boot_id()) == "running"
+        return runner_status(self.backend.state_dir, self.boot()) == "running"
 
     def events(self) -> RunEvents:
         """The run's events for one reader: its whole history first, then what is new."""

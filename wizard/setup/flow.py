@@ -20,7 +20,7 @@ from gpuwizard.runner.journal import JournalData
 from gpuwizard.selection import Selection
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.lease import Holder
-from gpuwizard.setup.request import SetupRequest
+from gpuwizard.setup.request import SetupRequest, differences
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNSUPPORTED, EXIT_REBOOT = 0, 1, 2, 3, 10
 
@@ -356,6 +356,8 @@ class Prepare:
     selection: Selection
     plan: Plan
     seen_run: str | None
+    request: SetupRequest = field(default_factory=SetupRequest)
+    """What the plan was made from: kept beside the journal, to refuse another request."""
 
 
 @dataclass(frozen=True)
@@ -382,8 +384,8 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
     """Where a front end begins, from the disk alone (and the machine it looked at)."""
     journal = disk.journal
     context = Context(facts, request, disk.run_id)
-    if disk.problem is not None:
-        return Refused(disk.problem, EXIT_BAD_INPUT)
+    if (refused := _refused(disk, request)) is not None:
+        return Refused(refused, EXIT_BAD_INPUT)
     if disk.driven_by is not None:  # another front end decides; this one may only watch
         if journal is not None and not journal.finished:
             return Watching(journal.plan, journal.selection, disk.driven_by, request)
@@ -403,6 +405,26 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
     if journal.reboot is not None:  # it happened, or it cannot be told: the check decides
         return Resuming(journal.plan, journal.selection, request)
     return Installing(journal.plan, journal.selection, request=request)
+
+
+def _refused(disk: DiskState, request: SetupRequest) -> str | None:
+    """Why no front end may go on from this disk at all: a damaged journal, another request."""
+    return disk.problem if disk.problem is not None else _another_request(disk, request)
+
+
+def _another_request(disk: DiskState, request: SetupRequest) -> str | None:
+    """Why a command-line request must not join the unfinished run (made from another one)."""
+    journal = disk.journal
+    if not request.insists or journal is None or journal.finished or disk.request is None:
+        return None
+    differ = differences(disk.request, request)
+    if not differ:
+        return None
+    return (
+        f"the setup in progress on this machine ({journal.run_id}) was asked for differently: "
+        f"{'; '.join(differ)}. Run it with the same options (or wait until it is done); "
+        "gpuwizard never merges two requests"
+    )
 
 
 Next = tuple[Stage, tuple[Effect, ...]]
@@ -499,7 +521,9 @@ def _after_reviewing(stage: Reviewing, answer: Answer) -> Next:
     context = stage.context
     match answer:
         case Approved():
-            prepare = Prepare(context.facts, stage.selection, stage.plan, context.seen_run)
+            prepare = Prepare(
+                context.facts, stage.selection, stage.plan, context.seen_run, context.request
+            )
             return stage, (prepare,)
         case Prepared():
             return _stay(Installing(stage.plan, stage.selection, request=context.request))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from gpuwizard import dpkgdb
 from gpuwizard.detect import pci
 from gpuwizard.detect.installs import PACKAGE_PATTERNS
+from gpuwizard.detect.platform import BOOT_ID
 from gpuwizard.detect.recording import load_commands, recorded_host
 from gpuwizard.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
 from gpuwizard.host import MISSING_TOOL, Host, Output
@@ -198,6 +199,8 @@ class SimHost(Host):
     def read_bytes(self, absolute: str, limit: int | None = None) -> bytes | None:
         if self.sandbox is not None and absolute == dpkgdb.STATUS and self.sandbox.has_dpkg:
             return render_status(self.sandbox.load()).encode()[:limit]
+        if absolute == BOOT_ID and self.sandbox and self.sandbox.scenario().get("boot_id_hidden"):
+            return None  # a container without it, or EACCES: the door reads nothing
         return super().read_bytes(absolute, limit)
 
     def listdir(self, absolute: str) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ SCRIPT_TOOLS = ("curl", "sha256sum", "python3")
 SHIM_TOOLS = ("systemctl",)
 HARMLESS = (
     "awk", "base64", "cat", "chmod", "cmp", "cp", "dirname", "flock", "grep", "mkdir", "mktemp",
-    "mv", "rm", "sleep", "truncate", "uname",
+    "mv", "paste", "rm", "sleep", "sort", "truncate", "uname",
 )  # fmt: skip
 """What deploy.sh runs for real: it only ever touches paths under GPUWIZARD_ROOT."""
 EXIT_REBOOT = 10

@@ -14,10 +14,12 @@ import dataclasses
 import os
 import shutil
 import signal
+import time
 import uuid
 from pathlib import Path
 
-from gpuwizard.detect.platform import parse_boot_id
+from gpuwizard.detect.platform import PROC_STAT, parse_boot_id, parse_btime
+from gpuwizard.facts import BTIME_SLACK_S
 from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.sim.effects import kernels
 from gpuwizard.sim.machine import driver_version, sim_gpus
@@ -124,6 +126,7 @@ def _write_boot(
     sandbox: Sandbox, kernel: str, modules: list[str], error: str, version: str | None
 ) -> None:
     sandbox.path("/proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
+    _new_btime(sandbox)
     sandbox.path("/proc/sys/kernel/osrelease").write_text(kernel + "\n")
     sandbox.path("/proc/modules").write_text(
         BASE_MODULES + "".join(module_line(m) for m in modules)
@@ -141,6 +144,17 @@ def _write_boot(
     log = sandbox.path("/var/log/gpuwizard-sim-boot.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(error + "\n" if error else "")
+
+
+def _new_btime(sandbox: Sandbox) -> None:
+    """A sandbox that has /proc/stat gets the new boot's start time (later than the last one's)."""
+    stat = sandbox.path(PROC_STAT)
+    if not stat.exists():
+        return
+    before = parse_btime(stat.read_text()) or 0
+    btime = max(int(time.time()), before + BTIME_SLACK_S + 1)
+    lines = [line for line in stat.read_text().splitlines() if not line.startswith("btime ")]
+    stat.write_text("\n".join([*lines, f"btime {btime}"]) + "\n")
 
 
 def _device_files(sandbox: Sandbox, gpus: int | None) -> None:

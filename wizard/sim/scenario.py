@@ -20,6 +20,8 @@ simulated behaviour follows.
 ``dpkg_lock``: another package manager holds the dpkg lock during the first ``calls`` package
 changes; apt-get waits ``wait_s`` for it when given ``DPkg::Lock::Timeout``, else fails as apt
 does. ``cloud_init_ends``: what ``cloud-init status --wait`` ends in (done, degraded, error).
+``boot_id_hidden``: /proc/sys/kernel/random/boot_id cannot be read (a container, EACCES); a
+sandbox given a /proc/stat gets a later ``btime`` at every reboot, the signal that stands in.
 """
 
 from __future__ import annotations

@@ -160,6 +160,19 @@ def dnf(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, l
 
 
 def dpkg(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
+    if "--audit" in args or "-C" in args:
+        if not state.dpkg_interrupted:
+            return state, [], 0
+        return (
+            state,
+            [
+                "The following packages are only half configured, probably due to problems",
+                "configuring them the first time.  The configuration should be retried using",
+                "dpkg --configure <package> or the configure menu option in dselect:",
+                " nvidia-dkms-580-server NVIDIA DKMS package",
+            ],
+            0,
+        )
     if "--configure" in args:
         return (
             dataclasses.replace(state, dpkg_interrupted=False),
@@ -352,7 +365,11 @@ def verify(
     )
     if torch == "not installed":
         problems.append("ModuleNotFoundError: No module named 'torch'")
-    boot = sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    hidden = sandbox.scenario().get("boot_id_hidden")
+    boot = None if hidden else sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    stat = sandbox.path("/proc/stat")
+    found = re.search(r"^btime (\d+)$", stat.read_text(), re.MULTILINE) if stat.exists() else None
+    btime = int(found.group(1)) if found else None
     from gpuwizard.sim.machine import sim_gpus  # detection code: loaded only for this probe
 
     gpus = sim_gpus(sandbox)[:expected]
@@ -365,6 +382,7 @@ def verify(
         "env": env,
         "torch": torch,
         "boot_id": boot,
+        "btime": btime,
         "ok": not problems,
         "devices": devices,
         "problems": problems,

@@ -1,0 +1,119 @@
+"""The host check (issue 14): deploy.sh and the playbook record the facts their plan was made
+from (GPUs, OS, CPU architecture, loaded driver branch) and refuse a host that differs, before
+any change, naming each difference, unless forced. The shell reader and gpuwizard's own facts
+agree on every recorded host."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuwizard.export.ansible import render_ansible
+from gpuwizard.export.bash import render_bash
+from gpuwizard.export.hostcheck import IDENTITY_SH, HostIdentity, host_differences, identity
+from gpuwizard.sim.pathshims import make_pathshims, run_script
+from gpuwizard.sim.sandbox import create, place_for
+from tests.conftest import facts_of
+from tests.export.conftest import source_for
+
+H100 = "h100x8-ubuntu2204-fresh"
+T4 = "t4-debian12-fresh"
+PROFILES = [
+    "a100x4-ubuntu2004-fresh", "a100x8-ubuntu2204-neglected", H100, "h200-ubuntu2404-driver570",
+    "l40sx4-rocky9-fresh", "nogpu-ubuntu2204", "rtx5090-ubuntu2404-secureboot", T4,
+    "v100x4-ubuntu2204-driver535",
+]  # fmt: skip
+"""Every recorded host but WSL's, whose GPUs only the Windows driver shows."""
+
+
+def test_the_recorded_facts_of_a_host() -> None:
+    assert identity(facts_of(T4)) == HostIdentity(
+        "1x 10de:1eb8", "debian 12", "x86_64", "none", "1x Tesla T4"
+    )
+    assert identity(facts_of("h200-ubuntu2404-driver570")).driver == "570"
+
+
+def test_each_difference_is_named_with_both_values() -> None:
+    made, here = identity(facts_of(H100)), identity(facts_of(T4))
+    assert host_differences(made, here) == [
+        "GPUs: made for 8x 10de:2330, this host has 1x 10de:1eb8",
+        "OS: made for ubuntu 22.04, this host has debian 12",
+    ]
+    assert host_differences(made, here, gpus=False) == [
+        "OS: made for ubuntu 22.04, this host has debian 12"
+    ]
+    assert host_differences(made, made) == []
+
+
+def sandbox_root(tmp_path: Path, profile: str) -> Path:
+    return create(place_for(profile, tmp_path / "home")).root
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_shell_reads_what_gpuwizard_recorded(tmp_path: Path, profile: str) -> None:
+    root = sandbox_root(tmp_path, profile)
+    read = subprocess.run(
+        ["bash", "-c", f"gw_root={root}\n{IDENTITY_SH}"], capture_output=True, text=True, check=True
+    )
+    made = identity(facts_of(profile))
+    assert read.stdout.splitlines() == [made.gpus, made.os, made.arch, made.driver]
+
+
+def deploy_on(tmp_path: Path, made_on: str, host: str, *args: str, **env: str):
+    place = place_for(host, tmp_path / "home")
+    sandbox = create(place)
+    script = tmp_path / "deploy.sh"
+    script.write_text(render_bash(source_for(made_on), test_build=True))
+    return sandbox, run_script(script, sandbox, make_pathshims(tmp_path / "bin"), args, env)
+
+
+def test_deploy_sh_refuses_another_kind_of_host_before_any_change(tmp_path: Path) -> None:
+    sandbox, run = deploy_on(tmp_path, H100, T4)
+
+    assert run.code == 1, run.output
+    [line] = [x for x in run.output.splitlines() if x.startswith("deploy.sh:")]
+    assert "this host is not the kind the plan was made for:" in line
+    assert "GPUs: made for 8x 10de:2330, this host has 1x 10de:1eb8" in line
+    assert "OS: made for ubuntu 22.04, this host has debian 12" in line
+    assert "Nothing was changed" in line and "--force (GPUWIZARD_FORCE=1)" in line
+    assert not sandbox.calls.exists() or sandbox.calls.read_text() == "", "no tool ran"
+    assert not (sandbox.root / "var/lib/gpuwizard/deploy").exists(), "not even a marker folder"
+
+
+def test_a_loaded_driver_the_plan_did_not_see_is_a_difference(tmp_path: Path) -> None:
+    sandbox = create(place_for(H100, tmp_path / "home"))
+    (sandbox.root / "sys/module/nvidia").mkdir(parents=True)
+    (sandbox.root / "sys/module/nvidia/version").write_text("570.86.15\n")  # loaded elsewhere
+    script = tmp_path / "deploy.sh"
+    script.write_text(render_bash(source_for(H100), test_build=True))
+
+    run = run_script(script, sandbox, make_pathshims(tmp_path / "bin"))
+
+    assert run.code == 1
+    assert "loaded NVIDIA driver branch: made for none, this host has 570" in run.output
+
+
+@pytest.mark.parametrize("force", [("--force",), ()])
+def test_force_runs_it_anyway_and_says_so(tmp_path: Path, force: tuple[str, ...]) -> None:
+    env = {} if force else {"GPUWIZARD_FORCE": "1"}
+    _, run = deploy_on(tmp_path, H100, T4, *force, **env)
+
+    assert "this host differs from the plan's: GPUs: made for 8x 10de:2330" in run.output
+    assert "going on (--force)" in run.output
+    assert "==> [1/" in run.output, "the steps ran"
+
+
+def test_the_playbook_checks_the_host_before_anything_else() -> None:
+    [play] = yaml.safe_load(render_ansible(source_for(H100)))
+    read, check = play["tasks"][:2]
+    assert read["ansible.builtin.command"]["argv"][:2] == ["bash", "-c"]
+    assert read["check_mode"] is False and read["changed_when"] is False
+    assert check["ansible.builtin.assert"]["that"] == "item.1 == item.0.value"
+    assert "gpuwizard_force" in check["when"]
+    assert [(m["label"], m["value"]) for m in play["vars"]["gpuwizard_made_for"]] == [
+        ("GPUs", "8x 10de:2330"), ("OS", "ubuntu 22.04"), ("CPU architecture", "x86_64"),
+        ("loaded NVIDIA driver branch", "none"),
+    ]  # fmt: skip

@@ -1,0 +1,120 @@
+"""Is this the kind of host a plan was made for? The facts an export records, and the one rule
+that compares them (deploy.sh, the Ansible playbook and answers replay all follow it).
+
+A plan is made from one machine's facts: its NVIDIA GPUs (PCI device ids and count), its OS
+(os-release ID and VERSION_ID), its CPU architecture (``uname -m``) and the driver branch
+loaded there (``/sys/module/nvidia/version``, "none" without one). Running it on a host that
+differs in any of these installs the wrong thing (R580 over a 570 that was not planned for), so
+the exports refuse such a host before changing anything, naming each difference, unless forced.
+Each fact is read the way a shell can read it too, so deploy.sh checks exactly what is recorded.
+Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwizard.facts import HostFacts
+
+NONE = "none"
+
+
+@dataclass(frozen=True)
+class HostIdentity:
+    gpus: str
+    """"<count>x <vendor:device>[+<vendor:device>...]", e.g. "8x 10de:2330"; "none"."""
+    os: str
+    """os-release ``ID VERSION_ID``, e.g. "ubuntu 22.04"."""
+    arch: str
+    """``uname -m``: x86_64, aarch64."""
+    driver: str
+    """The loaded NVIDIA driver's branch ("570"), or "none"."""
+    gpu_names: str = ""
+    """For messages only: "8x H100 SXM5 80GB"."""
+
+
+def gpu_ids(facts: HostFacts) -> str:
+    """The GPUs as sysfs shows them: NVIDIA display controllers (class 03xxxx) on the PCI bus."""
+    found = [
+        f"{g.pci.vendor_id}:{g.pci.device_id}"
+        for g in facts.hardware.gpus
+        if g.pci.class_code.startswith("03")
+    ]
+    return f"{len(found)}x {'+'.join(sorted(set(found)))}" if found else NONE
+
+
+def identity(facts: HostFacts) -> HostIdentity:
+    gpus = facts.hardware.gpus
+    names = sorted({g.model.name for g in gpus})
+    version = facts.boot.nvidia_module_version
+    return HostIdentity(
+        gpus=gpu_ids(facts),
+        os=f"{facts.os.id} {facts.os.version_id or 'unknown'}" if facts.os else "unknown unknown",
+        arch=facts.platform.arch,
+        driver=version.split(".")[0] if version else NONE,
+        gpu_names=f"{len(gpus)}x {' + '.join(names)}" if gpus else "no NVIDIA GPU",
+    )
+
+
+FIELDS = (
+    ("gpus", "GPUs"),
+    ("os", "OS"),
+    ("arch", "CPU architecture"),
+    ("driver", "loaded NVIDIA driver branch"),
+)
+"""The facts compared, in the order differences are named, with their names for people."""
+
+
+def host_differences(made: HostIdentity, here: HostIdentity, *, gpus: bool = True) -> list[str]:
+    """Each fact where this host differs from the one the plan was made for ("OS: made for
+    ubuntu 22.04, this host has debian 12"); empty when it is the same kind of host. A fact not
+    recorded ("") is not compared; ``gpus=False`` leaves the GPUs out (WSL: the Windows driver
+    shows them, not the PCI bus). deploy.sh's gw_check_host follows the same rule."""
+    found = []
+    for name, label in FIELDS:
+        if name == "gpus" and not gpus:
+            continue
+        before, now = getattr(made, name), getattr(here, name)
+        if before and before != now:
+            found.append(f"{label}: made for {before}, this host has {now}")
+    return found
+
+
+IDENTITY_SH = r"""gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
+for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
+  [[ -r $gw_dev/vendor && -r $gw_dev/class && -r $gw_dev/device ]] || continue
+  read -r gw_vendor <"$gw_dev/vendor" || true
+  read -r gw_class <"$gw_dev/class" || true
+  read -r gw_device <"$gw_dev/device" || true
+  [[ $gw_vendor == 0x10de && $gw_class == 0x03* ]] || continue
+  gw_count=$((gw_count + 1))
+  gw_ids+="${gw_vendor#0x}:${gw_device#0x}"$'\n'
+done
+if ((gw_count > 0)); then
+  printf '%sx %s\n' "$gw_count" "$(printf '%s' "$gw_ids" | sort -u | paste -sd+ -)"
+else
+  printf 'none\n'
+fi
+gw_os_id=unknown gw_os_version=unknown
+if [[ -r $gw_root/etc/os-release ]]; then
+  while IFS='=' read -r gw_key gw_value || [[ -n $gw_key ]]; do
+    gw_value=${gw_value#[\"\']} && gw_value=${gw_value%[\"\']}
+    case $gw_key in
+      ID) gw_os_id=$gw_value ;;
+      VERSION_ID) gw_os_version=$gw_value ;;
+    esac
+  done <"$gw_root/etc/os-release"
+fi
+printf '%s %s\n' "${gw_os_id,,}" "${gw_os_version:-unknown}"
+uname -m
+gw_driver=none
+if [[ -r $gw_root/sys/module/nvidia/version ]]; then
+  read -r gw_driver <"$gw_root/sys/module/nvidia/version" || true
+  gw_driver=${gw_driver%%.*}
+fi
+printf '%s\n' "${gw_driver:-none}"
+"""
+"""What a shell reads for ``identity``: four lines (GPUs, OS, CPU architecture, driver branch),
+under the folder ``$gw_root`` (empty on a real machine). deploy.sh runs it as a function; the
+playbook runs it with bash on each server. Quoted os-release values lose their quotes, as
+gpuwizard's own reader does."""
