@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import sys
 from pathlib import Path
@@ -66,7 +67,7 @@ def events_of(state_dir: Path) -> list[str]:
 
 def test_the_real_machine_backend(tmp_path: Path) -> None:
     backend = cli.real_backend()
-    assert backend.name == "this machine" and not backend.simulated
+    assert backend.name == socket.gethostname() and not backend.simulated
     assert backend.state_dir == Path(STATE_DIR)
     assert backend.runner[:6] == (
         sys.executable,
