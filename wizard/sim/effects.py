@@ -63,6 +63,18 @@ def codename(sandbox: Sandbox) -> str:
     return _os_release(sandbox, "VERSION_CODENAME")
 
 
+ARCHIVES = {"ubuntu": "http://archive.ubuntu.com/ubuntu", "debian": "http://deb.debian.org/debian"}
+
+
+def archive_hit(sandbox: Sandbox) -> str:
+    """The line ``apt-get update`` prints for the machine's own release: its archive and codename
+    from os-release (a derivative names its base in ID_LIKE), never another release's."""
+    ids = [_os_release(sandbox, "ID"), *_os_release(sandbox, "ID_LIKE").split()]
+    archive = next((ARCHIVES[i] for i in ids if i in ARCHIVES), ARCHIVES["debian"])
+    release = _os_release(sandbox, "UBUNTU_CODENAME") or codename(sandbox) or "stable"
+    return f"Hit:1 {archive} {release} InRelease"
+
+
 def uses_apt(sandbox: Sandbox) -> bool:
     ids = {_os_release(sandbox, "ID"), *_os_release(sandbox, "ID_LIKE").split()}
     return bool(ids & {"debian", "ubuntu"})
