@@ -168,13 +168,11 @@ def status_for(item: bp.BenchEvent | str) -> str | None:
 
 class BenchmarkView(StageView):
     BINDINGS = [
-        Binding("b", "begin", "Begin"),
+        Binding("enter", "begin", "Begin", priority=True),
+        Binding("enter", "proceed", "Continue", priority=True),
         Binding("x", "stop", "Stop"),
         Binding("r", "again", "Run again"),
         Binding("s", "skip", "Skip"),
-        Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
     BenchmarkView #status { height: 1; padding: 0 1; }
@@ -228,7 +226,7 @@ class BenchmarkView(StageView):
             Text.assemble(
                 part(self.about),
                 "\n\nNothing on the machine changes. ",
-                ("b", "bold"),
+                ("Enter", "bold"),
                 " begins, ",
                 ("s", "bold"),
                 " skips it.",

@@ -32,7 +32,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
-from gpuwizard.screens.modals import QuitScreen, SecretScreen
+from gpuwizard.screens.modals import SecretScreen
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
@@ -69,6 +69,15 @@ class RunnerGone(Message, bubble=False):
     """The runner process ended without saying how (after its last event was delivered)."""
 
 
+DECIDING = frozenset({"run_step", "run_all", "skip", "retry", "abort"})
+ACTING = {
+    "waiting": frozenset({"run_step", "run_all", "skip", "abort"}),
+    "running": frozenset[str](),
+    "failed": frozenset({"retry", "skip", "abort"}),
+}
+"""Which deciding keys act in each mode (the others are hidden from the footer)."""
+
+
 def _elapsed(started: str | None, now: datetime) -> str:
     if started is None:
         return ""
@@ -86,8 +95,6 @@ class InstallView(StageView):
         Binding("s", "skip", "Skip"),
         Binding("r", "retry", "Retry"),
         Binding("x", "abort", "Abort"),
-        Binding("q", "quit_screen", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
     InstallView #progress { height: 1; padding: 0 1; background: $boost; }
@@ -125,6 +132,7 @@ class InstallView(StageView):
         self.prompted: ev.PromptShown | None = None
         self.ended = False
         self.progress_text = ""
+        self.shown_mode = ""
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -167,9 +175,15 @@ class InstallView(StageView):
             self.set_interval(1.0, self.check_driver)
 
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
-        """Watching another front end's run: no key that would decide something."""
-        deciding = {"run_step", "run_all", "skip", "retry", "abort"}
-        return not (self.driven_by is not None and action in deciding)
+        """Only the keys that act now: none that decides while another front end drives; run
+        keys while waiting, retry after a failure, skip and abort while nothing runs."""
+        if action not in DECIDING:
+            return True
+        if self.driven_by is not None:
+            return False
+        if self.mode == "waiting" and self.reboot_pending:
+            return action in {"run_step", "abort"}
+        return action in ACTING[self.mode]
 
     def check_driver(self) -> None:
         if not self.control.driven_elsewhere():
@@ -262,6 +276,9 @@ class InstallView(StageView):
         self.show_hint(mode)
         self.show_prompt()
         self.show_progress()
+        if mode != self.shown_mode:  # the footer shows the keys this mode acts on
+            self.shown_mode = mode
+            self.refresh_bindings()
 
     def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
         details = self.query_one("#details", Static)
@@ -273,6 +290,17 @@ class InstallView(StageView):
                         f"another gpuwizard drives this setup, {self.driven_by}. Nothing is "
                         "decided here; once it has gone, this one takes over."
                     ),
+                )
+            )
+            return
+        ending = self.view.ending
+        if mode == "waiting" and isinstance(ending, RebootAsked):
+            details.update(
+                Text.assemble(
+                    ("A reboot is pending: ", "bold yellow"),
+                    part(f"{ending.reason}. "),
+                    "Enter shows the reboot screen again; q quits, and gpuwizard continues "
+                    "once the machine has rebooted.",
                 )
             )
             return
@@ -380,9 +408,18 @@ class InstallView(StageView):
         self.render_view()
 
     def action_run_step(self) -> None:
-        """The next step; with none left, the runner checks them all again and ends the run."""
-        if self.mode == "waiting":
+        """The next step; with none left, the runner checks them all again and ends the run.
+        With a reboot pending (the person chose "Later"), the reboot screen again: the state
+        machine decides from the disk."""
+        if self.mode == "waiting" and self.reboot_pending:
+            self.ended = True
+            self.answer(RunEnded(self.control.disk()))
+        elif self.mode == "waiting":
             self.launch(one_step=not self.auto and bool(self.pending_steps()))
+
+    @property
+    def reboot_pending(self) -> bool:
+        return self.replayed and isinstance(self.view.ending, RebootAsked)
 
     def action_run_all(self) -> None:
         if self.mode == "waiting":
@@ -409,9 +446,11 @@ class InstallView(StageView):
             self.ended = True
             self.answer(Aborted())
 
-    def action_quit_screen(self) -> None:
-        self.app.push_screen(QuitScreen(running=self.mode == "running"), self.quit_answered)
-
-    def quit_answered(self, leave: bool | None) -> None:
-        if leave:
-            self.app.exit("")
+    @property
+    def quit_state(self) -> str | None:
+        """What quitting leaves behind: a running step, a run paused between steps, or nothing."""
+        if self.mode == "running":
+            return "running"
+        if self.view.run_id is not None and self.pending_steps() and not self.reboot_pending:
+            return "paused"
+        return None

@@ -18,8 +18,7 @@ class RebootView(StageView):
 
     BINDINGS = [
         Binding("r", "reboot", "Reboot now"),
-        Binding("l,escape", "later", "Later"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("escape,l", "later", "Later"),
     ]
     DEFAULT_CSS = "RebootView #reboot-body { padding: 1 2; }"
 

@@ -101,9 +101,7 @@ class RecommendView(StageView):
     BINDINGS = [
         Binding("c", "proceed", "Continue"),
         Binding("w", "toggle_rejected", "Why not others"),
-        Binding("b,escape", "back", "Back"),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("escape,b", "back", "Back"),
     ]
     DEFAULT_CSS = """
     RecommendView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }

@@ -61,8 +61,6 @@ def resume_text(
 class ResumeView(StageView):
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = "ResumeView #resume-body { padding: 1 2; }"
 

@@ -114,9 +114,9 @@ async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
         assert isinstance(screen, BenchmarkView)
-        await pilot.press("enter")  # nothing to continue to before a run: ignored
         assert screen.state == "ready" and not source.started
-        await pilot.press("b")
+        await pilot.press("enter")  # Enter begins (the one key map: Enter continues or runs)
+        assert source.started
         while screen.state != "done":
             await pilot.pause(0.05)
         keys = [line.key for line in screen.query(ChartLine)]
@@ -136,7 +136,7 @@ async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
     app = Harness(died_run(out))
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
-        await pilot.press("b")
+        await pilot.press("enter")
         while screen.state != "done":  # type: ignore[attr-defined]
             await pilot.pause(0.05)
         verdict = text_of(app, "#verdict")
@@ -152,7 +152,7 @@ async def test_stop_keeps_what_ran(out: Path) -> None:
     app = Harness(source)
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
-        await pilot.press("b")
+        await pilot.press("enter")
         await pilot.pause(0.3)
         await pilot.press("x")
         while screen.state != "done":  # type: ignore[attr-defined]
@@ -178,13 +178,13 @@ def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
 
 
 async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
-    await pilot.press("b")
+    await pilot.press("enter")
     while pilot.app.shell.view.state != "done":
         await pilot.pause(0.05)
 
 
 async def midway(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
-    await pilot.press("b")
+    await pilot.press("enter")
     while source.given < 40:
         await pilot.pause(0.02)
     source.per_poll = 0  # hold it here for the picture

@@ -75,7 +75,7 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         assert view_of(pilot).report.ok  # type: ignore[attr-defined]
         await pilot.press("enter")
         await until(pilot, shows(pilot, BenchmarkView))
-        await pilot.press("b")
+        await pilot.press("enter")
         await until(pilot, lambda: view_of(pilot).state == "done")  # type: ignore[attr-defined]
         assert len(view_of(pilot).results) == 5  # type: ignore[attr-defined]
         await pilot.press("enter")
