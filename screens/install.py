@@ -12,6 +12,7 @@ Titles, commands, reasons and the log are the machine's text: shown cleaned and 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -26,7 +27,8 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gpuwizard.hints import match
+from gpuwizard.facts import mount_holding
+from gpuwizard.hints import KnownError, match
 from gpuwizard.plan import Plan, Run, StepPlan
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
@@ -39,6 +41,9 @@ from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
 from gpuwizard.setup.flow import Aborted, Freed, RunEnded
 
+FAILURE_LINES = 6
+"""The last lines of output a failure shows (the log pane and the log file have the rest)."""
+GIB = 1024**3
 POLL_S = 0.05
 GONE_AFTER_S = 2.0
 """How long a runner may be silent and not alive before the view says it stopped."""
@@ -100,7 +105,9 @@ class InstallView(StageView):
     InstallView #progress { height: 1; padding: 0 1; background: $boost; }
     InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
     InstallView #details { height: auto; padding: 0 1; }
+    InstallView #hint-box { height: auto; max-height: 60%; }
     InstallView #hint { height: auto; padding: 0 1; color: $warning; }
+    InstallView.-failed #details-box { display: none; }
     InstallView #right { width: 1fr; }
     """
 
@@ -133,6 +140,8 @@ class InstallView(StageView):
         self.ended = False
         self.progress_text = ""
         self.shown_mode = ""
+        self.failure: tuple[Stopped, Text] | None = None
+        """The failure shown and its text (built once: it may ask the machine for free space)."""
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -164,7 +173,8 @@ class InstallView(StageView):
             with Vertical(id="right"):
                 with VerticalScroll(id="details-box"):
                     yield Static("", id="details")
-                yield Static("", id="hint")
+                with VerticalScroll(id="hint-box"):
+                    yield Static("", id="hint")
                 yield LogPane(id="log")
 
     def on_mount(self) -> None:
@@ -272,6 +282,7 @@ class InstallView(StageView):
             if mode == "waiting" and step.id == self.current:
                 state = "next"
             steps.set_state(step.id, state)
+        self.set_class(mode == "failed", "-failed")  # the failure takes the step's place
         self.show_details(mode, remaining)
         self.show_hint(mode)
         self.show_prompt()
@@ -335,16 +346,45 @@ class InstallView(StageView):
             )
 
     def failure_text(self, ending: Stopped) -> Text:
+        """What failed, how, its last lines, and the doctor's hint when a known error matches."""
+        if self.failure is not None and self.failure[0] is ending:
+            return self.failure[1]
         step = ending.step or self.current or ""
+        title = next((s.title for s in self.plan.steps if s.id == step), step)
+        text = Text.assemble(("✗ ", "bold red"), part(f"{title}: {ending.why}", "bold"))
         known = match([*self.view.tail, ending.why])
-        text = Text.assemble(("✗ ", "bold red"), part(ending.why, "bold"))
         if known:
-            text.append(*part(f"\n{known.explanation} {known.fix}"))
+            text.append("\ndoctor: ", "bold yellow")
+            text.append(*part(f"{known.explanation} {known.fix}{self.full_disk(known)}"))
+        if self.view.command:
+            text.append("\ncommand: ", "dim")
+            text.append(*part(f"$ {self.view.command}", "cyan"))
+        last = [line for line in self.view.tail if line.strip()][-FAILURE_LINES:]
+        if last:
+            text.append("\nlast lines:", "dim")
+            for line in last:
+                text.append(*part(f"\n  | {line}"))
         log = self.view.steps[step].log if step in self.view.steps else None
         text.append(
             *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
         )
+        self.failure = (ending, text)
         return text
+
+    def full_disk(self, known: KnownError) -> str:
+        """For a full disk: which file system it is and how much is free on it now."""
+        if known.id != "disk-full":
+            return ""
+        rows = self.control.free_space()
+        path = re.search(r"free space in (/\S*?)\.?(?:\s|$)", known.line)
+        holding = mount_holding(path.group(1), rows) if path else None
+        fullest = holding or min(rows, key=lambda row: row.free_bytes, default=None)
+        if fullest is None:
+            return " (df did not answer: run `df -h` to see which file system is full)"
+        which = "It is" if holding else "The fullest is"
+        free = fullest.free_bytes
+        amount = f"{free / GIB:.1f} GiB" if free >= GIB else f"{free // 1024**2} MiB"
+        return f" {which} {fullest.path}, with {amount} free now."
 
     def show_prompt(self) -> None:
         prompt = self.view.prompt

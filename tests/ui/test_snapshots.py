@@ -87,6 +87,26 @@ FAILED_RUN: list[ev.RunEvent] = [
 ]
 
 
+DISK_FULL_RUN: list[ev.RunEvent] = [
+    ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
+    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+    ev.ActionStarted("upgrade-kernel", 0, "apt-get -q -y full-upgrade"),
+    ev.LogLines(
+        "upgrade-kernel",
+        (
+            "Need to get 1,236 MB of archives.",
+            "After this operation, 3,114 MB of additional disk space will be used.",
+            "E: You don't have enough free space in /var/cache/apt/archives/.",
+        ),
+    ),
+    ev.ActionFinished("upgrade-kernel", 0, False, "exited 100"),
+    ev.StepFinished(
+        "upgrade-kernel", False, "exited 100", "/var/lib/gpuwizard/logs/run-1/upgrade-kernel.log"
+    ),
+    ev.RunStopped(StopReason.FAILED, "exited 100", "upgrade-kernel"),
+]
+
+
 def doctor_report(profile: str) -> Report:
     """The doctor on a recorded host, with no state directory: the same every time."""
     return diagnose(recorded_host(profile_dir(profile)), Path("/nonexistent/gpuwizard")).report
@@ -140,6 +160,7 @@ SCREENS = {
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),
     "install-failed": lambda: install([STARTED, *FAILED_RUN]),
+    "install-disk-full": lambda: install([STARTED, *DISK_FULL_RUN]),
     "install-resumed": lambda: install(RESUMED),
     "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
     "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
