@@ -34,7 +34,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
-from gpuwizard.screens.modals import SecretScreen
+from gpuwizard.screens.modals import SearchScreen, SecretScreen
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
@@ -100,6 +100,10 @@ class InstallView(StageView):
         Binding("s", "skip", "Skip"),
         Binding("r", "retry", "Retry"),
         Binding("x", "abort", "Abort"),
+        Binding("l", "wrap", "Wrap/scroll"),
+        Binding("f", "follow", "Follow"),
+        Binding("slash", "search", "Find", key_display="/"),
+        Binding("n", "search_next", "Next match", show=False),
     ]
     DEFAULT_CSS = """
     InstallView #progress { height: 1; padding: 0 1; background: $boost; }
@@ -140,6 +144,7 @@ class InstallView(StageView):
         self.ended = False
         self.progress_text = ""
         self.shown_mode = ""
+        self.searched = ""
         self.failure: tuple[Stopped, Text] | None = None
         """The failure shown and its text (built once: it may ask the machine for free space)."""
 
@@ -424,6 +429,26 @@ class InstallView(StageView):
     def answer_secret(self, value: str | None) -> None:
         if value is not None:
             self.control.send_secret(value)
+
+    # ------------------------------------------------------------------------------ the log
+    def action_wrap(self) -> None:
+        self.query_one(LogPane).toggle_wrap()
+
+    def action_follow(self) -> None:
+        self.query_one(LogPane).toggle_follow()
+
+    def action_search(self) -> None:
+        self.app.push_screen(SearchScreen(self.searched), self.search_for)
+
+    def search_for(self, term: str | None) -> None:
+        if term:
+            self.searched = term
+            self.query_one(LogPane).search(term)
+
+    def action_search_next(self) -> None:
+        log = self.query_one(LogPane)
+        if self.searched:
+            log.search(self.searched, after=log.found_at)
 
     # ------------------------------------------------------------------------------ intents
     def launch(self, one_step: bool) -> None:

@@ -1,4 +1,4 @@
-"""Small dialogs: a secret prompt with masked input, and "quit while a step runs"."""
+"""Small dialogs: a secret prompt with masked input, a word to find, and "quit while a step runs"."""
 
 from __future__ import annotations
 
@@ -40,6 +40,32 @@ class SecretScreen(ModalScreen[str | None]):
         value = event.value
         event.input.value = ""  # drop the widget's copy at once
         self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SearchScreen(ModalScreen[str | None]):
+    """The word to find in the log (Enter finds it, Esc cancels)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SearchScreen { align: center bottom; }
+    SearchScreen > Vertical { width: 70; height: auto; border: thick $primary; padding: 0 1; background: $surface; }
+    """
+
+    def __init__(self, last: str = "") -> None:
+        super().__init__()
+        self.last = last
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Find in the log (Enter finds · n finds the next · Esc cancels)")
+            yield Input(value=self.last, id="term")
+
+    @on(Input.Submitted, "#term")
+    def submit(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

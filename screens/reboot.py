@@ -18,7 +18,7 @@ class RebootView(StageView):
 
     BINDINGS = [
         Binding("r", "reboot", "Reboot now"),
-        Binding("escape,l", "later", "Later"),
+        Binding("escape", "later", "Later"),
     ]
     DEFAULT_CSS = "RebootView #reboot-body { padding: 1 2; }"
 

@@ -132,3 +132,4 @@ def test_one_key_never_has_two_meanings_in_the_bindings() -> None:
     assert meanings["escape"] <= {"Back", "Later", "Continue"}, meanings["escape"]
     assert meanings["q"] <= {"Quit"}, meanings["q"]
     assert meanings["question_mark"] == {"Help"}
+    assert meanings["l"] == {"Wrap/scroll"} and meanings["f"] == {"Follow"}
