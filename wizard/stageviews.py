@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
+from gpuwizard.bench.references import load_references
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
@@ -118,7 +120,13 @@ def benchmark_view(
     )
     host = backend.host()
     session = BenchSession(spec, backend.state_dir, facts, nvml=host.nvml, env=dict(backend.env))
-    return BenchmarkView(session, bench_about(gpus))
+    name = facts.hardware.gpus[0].model.name if gpus else None
+    references = load_references()
+
+    def reference(mode: str, world_size: int) -> ReferenceMark | None:
+        return reference_for(references, name, mode, world_size) if name else None
+
+    return BenchmarkView(session, bench_about(gpus), reference)
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:

@@ -12,10 +12,11 @@ from textual.app import App
 from textual.widgets import Static
 
 from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
 from gpuwizard.bench.verdict import judge
-from gpuwizard.screens.benchmark import BenchmarkView, ChartLine, bars
+from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.setup.flow import Again, Benchmarked
 from tests.ui.pilots import ViewHarness
 
@@ -98,8 +99,14 @@ def died_run(directory: Path) -> RecordedBench:
 
 
 def Harness(source: RecordedBench) -> ViewHarness:
+    """The view as the wizard builds it: each series drawn against this GPU's published figure."""
+    name = source.gpu.split("x ", 1)[-1]
+
+    def reference(mode: str, gpus: int) -> ReferenceMark | None:
+        return reference_for(load_references(), name, mode, gpus)
+
     return ViewHarness(
-        BenchmarkView(source, ABOUT), sub_title="SIMULATION: h100x8-ubuntu2204-fresh"
+        BenchmarkView(source, ABOUT, reference), sub_title="SIMULATION: h100x8-ubuntu2204-fresh"
     )
 
 
@@ -119,8 +126,11 @@ async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
         assert source.started
         while screen.state != "done":
             await pilot.pause(0.05)
-        keys = [line.key for line in screen.query(ChartLine)]
+        keys = list(screen.chart.series)
         assert keys == ["fp32", "tf32", "amp-fp16", "amp-bf16", "amp-bf16 x8"]
+        marked = {mark.key: mark for mark in screen.marks}
+        assert marked["amp-bf16 x8"].label.startswith("amp-bf16 x8: 2,763/GPU published")
+        assert "fp32" not in marked, "no published strict-FP32 PyTorch figure for the H100"
         assert len(screen.results) == 5
         verdict = text_of(app, "#verdict")
         assert "At or above the best published PyTorch numbers" in verdict
@@ -168,13 +178,6 @@ async def test_skip_leaves_without_running(out: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("s")
     assert app.answers == [Benchmarked(None)] and not source.started
-
-
-def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
-    assert bars([50.0, 100.0], 10, 100.0) == "▄█"
-    assert bars([1.0], 10, 100.0) == "▁"  # never blank: a sample is always visible
-    assert bars([float(v) for v in range(100)], 5, 100.0) == "▂▃▅▆█"  # each column its highest
-    assert bars([], 5, 1.0) == "" and bars([1.0], 0, 1.0) == ""
 
 
 async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
