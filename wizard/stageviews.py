@@ -103,7 +103,10 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     request = stage.context.request
     versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
     result = recompute(request.choices, request.options)
-    return RecommendView(result, request.choices, request.options, recompute, versions, stage.note)
+    builds = {r.version: r.variants for r in table.torch_releases}
+    return RecommendView(
+        result, request.choices, request.options, recompute, versions, stage.note, builds
+    )
 
 
 def benchmark_view(

@@ -36,6 +36,8 @@ from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
+from gpuwizard.setup.request import SetupRequest
+from gpuwizard.version import Version
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeRun, ViewHarness, until
 
@@ -154,9 +156,22 @@ def install(events: list[ev.RunEvent]) -> InstallView:
     return InstallView(plan(), FakeRun(events), attach=False, now=lambda: NOW)
 
 
+def recommend_view() -> RecommendView:
+    """The Recommend screen as the wizard builds it: the real engine behind every choice."""
+    target = target_from_facts(FACTS, TABLE)
+    versions = sorted((r.version for r in TABLE.torch_releases), key=Version.parse, reverse=True)
+    builds = {r.version: r.variants for r in TABLE.torch_releases}
+    return RecommendView(
+        recommendation(), Choices(), Options(),
+        lambda c, o: recommend(TABLE, target, SetupRequest(c, o).engine_choices),
+        versions[:4], None, builds,
+    )  # fmt: skip
+
+
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
     "recommend": lambda: RecommendView(recommendation(), Choices(), Options(), lambda c, o: recommendation(), ["2.14.1", "2.13.0"]),
+    "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),
     "install-failed": lambda: install([STARTED, *FAILED_RUN]),
