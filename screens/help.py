@@ -21,7 +21,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 76; height: auto; max-height: 22; border: thick $primary; padding: 1 2; background: $surface;
+        width: 76; height: auto; max-height: 90%; border: thick $primary; padding: 1 2; background: $surface;
     }
     """
 

@@ -17,7 +17,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("r", "retry a failed step · reboot now · benchmark again"),
     ("x", "abort the install · stop the benchmark"),
     ("w", "why not the others (choices) · write files (export)"),
-    ("l · f", "log: wrap long lines or scroll them · follow the end or not"),
+    ("l · f", "log: wrap or scroll long lines · follow the end or not"),
     ("/ · n", "find a word in the log · find the next match"),
     ("d", "doctor: known problems with driver, CUDA, Secure Boot"),
     ("q", "quit; asks while a step runs (it goes on without you)"),
