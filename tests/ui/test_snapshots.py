@@ -5,7 +5,7 @@ Review a change in snapshot_report.html before accepting it with `pytest --snaps
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -152,6 +152,18 @@ CHECK_STOPPED: list[ev.RunEvent] = [
 ]
 
 
+def reattached() -> InstallView:
+    """A terminal comes back to a step that has run for 7 min 12 s (its start is the journal's)."""
+    events = [
+        STARTED,
+        ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
+        ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+        ev.ActionStarted("upgrade-kernel", 1, "apt-get -q -y full-upgrade"),
+    ]
+    later = NOW + timedelta(minutes=7, seconds=12)
+    return InstallView(plan(), FakeRun(events, running=True), attach=True, now=lambda: later)
+
+
 def install(events: list[ev.RunEvent]) -> InstallView:
     return InstallView(plan(), FakeRun(events), attach=False, now=lambda: NOW)
 
@@ -177,6 +189,7 @@ SCREENS = {
     "install-failed": lambda: install([STARTED, *FAILED_RUN]),
     "install-disk-full": lambda: install([STARTED, *DISK_FULL_RUN]),
     "install-resumed": lambda: install(RESUMED),
+    "install-reattached": reattached,
     "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
     "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
     "resume-stopped": lambda: ResumeView(plan(), FakeRun(CHECK_STOPPED)),
