@@ -42,7 +42,6 @@ class ExportView(StageView):
     BINDINGS = [
         Binding("w", "write", "Write files"),
         Binding("c", "proceed", "Continue"),
-        Binding("escape", "proceed", "Continue", show=False),
     ]
     DEFAULT_CSS = """
     ExportView #left { width: 34; }

@@ -65,7 +65,8 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             return InstallView(stage.plan, driver, attach=True, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
             come_back = f"{ssh_hint}   then   gpuwizard"
-            return RebootView(stage.reason, come_back, driver.backend.simulated)
+            mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
+            return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
         case flow.Resuming():
             return ResumeView(stage.plan, driver)
         case flow.Verifying():

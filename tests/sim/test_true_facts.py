@@ -18,6 +18,7 @@ CODENAMES = {
     "h100x8-ubuntu2204-fresh": ("http://archive.ubuntu.com/ubuntu", "jammy"),
     "rtx5090-ubuntu2404-secureboot": ("http://archive.ubuntu.com/ubuntu", "noble"),
     "t4-debian12-fresh": ("http://deb.debian.org/debian", "bookworm"),
+    "t4-debian12-secureboot": ("http://deb.debian.org/debian", "bookworm"),
 }
 
 

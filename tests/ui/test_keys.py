@@ -129,7 +129,7 @@ def test_one_key_never_has_two_meanings_in_the_bindings() -> None:
             for binding in bindings:
                 meanings.setdefault(key, set()).add(binding.description)
     assert meanings["b"] <= {"Back"}, meanings["b"]
-    assert meanings["escape"] <= {"Back", "Later", "Continue"}, meanings["escape"]
+    assert meanings["escape"] <= {"Back", "Later"}, meanings["escape"]
     assert meanings["q"] <= {"Quit"}, meanings["q"]
     assert meanings["question_mark"] == {"Help"}
     assert meanings["l"] == {"Wrap/scroll"} and meanings["f"] == {"Follow"}

@@ -191,6 +191,7 @@ SCREENS = {
     "install-resumed": lambda: install(RESUMED),
     "install-reattached": reattached,
     "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
+    "reboot-mok": lambda: RebootView("the driver loads at boot, signed with the Machine Owner Key enrolled then", "ssh admin@t4-1   then   gpuwizard", False, mok=True),
     "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
     "resume-stopped": lambda: ResumeView(plan(), FakeRun(CHECK_STOPPED)),
     "verify": lambda: VerifyView(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),

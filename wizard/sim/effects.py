@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from pathlib import Path
 
 from gpuwizard.sim.sandbox import Sandbox, SimState
@@ -234,8 +235,8 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
     for pin in (a for a in args if "==" in a or a.endswith(".whl")):
         name, version, variant = wheel_or_pin(pin, local)
         tag = f"+{local}" if local and name in ("torch", "torchvision", "torchaudio") else ""
-        for old in site.glob(f"{name}-*.dist-info"):
-            old.rmdir()
+        for old in site.glob(f"{name}-*.dist-info"):  # a recorded one holds its METADATA
+            shutil.rmtree(old)
         (site / f"{name}-{version}{tag}.dist-info").mkdir()
         if name == "torch":  # what the doctor reads: torch.__version__ and torch.version.cuda
             write_torch_version(site, f"{version}{tag}", variant)
