@@ -145,12 +145,15 @@ class RecommendView(StageView):
         torch_versions: list[str],
         note: str | None = None,
         builds: Mapping[str, tuple[str, ...]] | None = None,
+        installed_driver: str | None = None,
     ) -> None:
         """``note``: why the person is asked again (the machine changed under the last run);
         ``builds``: each torch release's CUDA builds, to choose one (each tried with the engine:
         one that cannot work here is explained, not offered)."""
         super().__init__()
         self.builds = builds or {}
+        self.installed_driver = installed_driver
+        """The driver already on the machine: only then is keeping it a choice."""
         self.note = note
         self.result = result
         self.choices = choices
@@ -181,6 +184,9 @@ class RecommendView(StageView):
                 yield Select(kinds, value=self.options.env_kind, allow_blank=False, id="env")
                 yield Label("Also install")
                 selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
+                if self.installed_driver:
+                    keep = f"Keep driver {self.installed_driver}"
+                    selected.insert(0, (keep, "keep_driver", self.choices.keep_driver))
                 yield SelectionList[str](*selected, id="extras")
             with VerticalScroll(id="result"):
                 if self.note:
@@ -275,7 +281,9 @@ class RecommendView(StageView):
             nccl="nccl" in chosen,
             hold_driver="hold_driver" in chosen,
         )
-        self.choices = replace(self.choices, needs_nvcc="needs_nvcc" in chosen)
+        self.choices = replace(
+            self.choices, needs_nvcc="needs_nvcc" in chosen, keep_driver="keep_driver" in chosen
+        )
         self.refresh_result()
 
     def action_toggle_rejected(self) -> None:

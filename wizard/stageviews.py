@@ -105,8 +105,11 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
     result = recompute(request.choices, request.options)
     builds = {r.version: r.variants for r in table.torch_releases}
+    installed = (
+        target.driver.version if target.driver and not target.driver_managed_elsewhere else None
+    )
     return RecommendView(
-        result, request.choices, request.options, recompute, versions, stage.note, builds
+        result, request.choices, request.options, recompute, versions, stage.note, builds, installed
     )
 
 
