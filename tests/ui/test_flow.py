@@ -60,6 +60,12 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         )  # type: ignore[attr-defined]
         await pilot.press("a")  # then all the rest
         await until(pilot, shows(pilot, RebootView))
+        await pilot.press("escape")  # Later: back to the install, where the reboot waits
+        await until(pilot, shows(pilot, InstallView))
+        await until(pilot, lambda: view_of(pilot).reboot_pending)  # type: ignore[attr-defined]
+        assert app.is_running
+        await pilot.press("enter")  # the reboot screen again, from the journal
+        await until(pilot, shows(pilot, RebootView))
         await pilot.press("r")
         await until(pilot, shows(pilot, ResumeView))
         await until(pilot, lambda: view_of(pilot).done)  # the check after the reboot has run
