@@ -7,7 +7,6 @@ target environment's Python, in its own process. Dismisses with "done" or "skipp
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 from rich.console import Group, RenderableType
@@ -15,87 +14,62 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.widget import Widget
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.chart import ChartData, ReferenceMark, series_key
 from gpuwizard.bench.results import BenchSummary
 from gpuwizard.screens.capabilities import BenchSource
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
+from gpuwizard.screens.widgets.throughput_chart import ThroughputChart
 from gpuwizard.setup.flow import Again, Benchmarked
 
 POLL_S = 0.1
-HISTORY = 120
-"""Samples kept per chart line; the sparkline squeezes them into its width."""
 LEVEL_STYLE = {"good": "bold green", "fair": "bold yellow", "low": "bold red", "poor": "bold red"}
 
 
 def line_key(mode: str, world_size: int) -> str:
-    return mode if world_size == 1 else f"{mode} x{world_size}"
+    return series_key(mode, world_size)
 
 
-BLOCKS = " ▁▂▃▄▅▆▇█"
+Reference = Callable[[str, int], ReferenceMark | None]
+"""The published figure a series (mode, GPU count) is compared with, if any."""
 
 
-def bars(samples: Sequence[float], width: int, top: float) -> str:
-    """The last samples as one line of bars from zero to ``top``, newest on the right.
-
-    Every line of the chart shares ``top``, so AMP's bars stand taller than FP32's; more
-    samples than columns are squeezed, each column the highest of its share.
-    """
-    if width <= 0 or not samples or top <= 0:
-        return ""
-    if len(samples) > width:
-        step = len(samples) / width
-        samples = [max(samples[int(i * step) : int((i + 1) * step) or 1]) for i in range(width)]
-    top_index = len(BLOCKS) - 1
-    return "".join(BLOCKS[max(1, min(top_index, round(v / top * top_index)))] for v in samples)
+def no_reference(_mode: str, _gpus: int) -> ReferenceMark | None:
+    return None
 
 
-class ChartLine(Widget):
-    """One mode: its name, its images/s per GPU as bars on the chart's shared scale (DDP lines
-    compare with one GPU that way), and the latest images/s of all its GPUs together."""
-
-    DEFAULT_CSS = "ChartLine { height: 1; }"
-    NAME_WIDTH = 12
-    VALUE_WIDTH = 14
-
-    def __init__(self, key: str, top: Callable[[], float]) -> None:
-        super().__init__()
-        self.key = key
-        self.top = top
-        self.samples: deque[float] = deque(maxlen=HISTORY)
-        self.latest = 0.0
-
-    def add(self, per_gpu: float, total: float) -> None:
-        self.samples.append(per_gpu)
-        self.latest = total
-        self.refresh()
-
-    def render(self) -> Text:
-        width = self.size.width - self.NAME_WIDTH - self.VALUE_WIDTH
-        latest = f"{self.latest:,.0f} img/s" if self.samples else ""
-        return Text.assemble(
-            part(f"{self.key:<{self.NAME_WIDTH}}", "bold"),
-            (f"{bars(list(self.samples), width, self.top()):<{max(width, 0)}}", "green"),
-            f"{latest:>{self.VALUE_WIDTH}}",
-        )
+def caption(marks: Sequence[ReferenceMark]) -> str:
+    """What the dotted lines are: whose figures, and how any was scaled (the table has each)."""
+    if not marks:
+        return "··· no published PyTorch figure for this GPU in these modes"
+    scaled = [mark.how for mark in marks if mark.scaled]
+    also = f" · *{scaled[0]}" if scaled else ""
+    return f"··· published PyTorch figure{also}"
 
 
 def results_table(
-    results: list[bp.Result], ratios: Mapping[tuple[str, int], float | None]
+    results: list[bp.Result],
+    ratios: Mapping[tuple[str, int], float | None],
+    marks: Sequence[ReferenceMark] = (),
 ) -> Table:
+    """The numbers: one row per result, with the published figure its chart line is drawn at
+    (``*``: scaled from another GPU count, as the line under the chart says)."""
+    published = {m.key: f"{m.per_gpu:,.0f}{'*' if m.scaled else ''}" for m in marks}
     table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
     for title, justify in (("mode", "left"), ("GPUs", "right"), ("batch", "right"),
-                           ("img/s", "right"), ("per GPU", "right"), ("vs best", "right")):  # fmt: skip
+                           ("img/s", "right"), ("per GPU", "right"), ("published", "right"),
+                           ("vs best", "right")):  # fmt: skip
         table.add_column(title, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in results:
         ratio = ratios.get((r.mode, r.world_size))
         table.add_row(
             plain(r.mode), str(r.world_size), str(r.batch_size), f"{r.images_per_s:,.0f}",
-            f"{r.per_gpu:,.0f}", "" if ratio is None else f"{ratio:.2f}x",
+            f"{r.per_gpu:,.0f}", published.get(series_key(r.mode, r.world_size), ""),
+            "" if ratio is None else f"{ratio:.2f}x",
         )  # fmt: skip
     return table
 
@@ -168,37 +142,39 @@ def status_for(item: bp.BenchEvent | str) -> str | None:
 
 class BenchmarkView(StageView):
     BINDINGS = [
-        Binding("b", "begin", "Begin"),
+        Binding("enter", "begin", "Begin", priority=True),
+        Binding("enter", "proceed", "Continue", priority=True),
         Binding("x", "stop", "Stop"),
         Binding("r", "again", "Run again"),
         Binding("s", "skip", "Skip"),
-        Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
     BenchmarkView #status { height: 1; padding: 0 1; }
-    BenchmarkView #chart { height: auto; max-height: 7; border: round $primary-darken-2; padding: 0 1; }
+    BenchmarkView ThroughputChart { height: 2fr; min-height: 9; max-height: 18; }
+    BenchmarkView #caption { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     BenchmarkView #table { height: auto; padding: 0 1; }
-    BenchmarkView #verdict-box { height: 1fr; padding: 0 1; }
+    BenchmarkView #verdict-box { height: 1fr; min-height: 3; padding: 0 1; }
     """
 
-    def __init__(self, source: BenchSource, about: str) -> None:
-        """``about``: what will run and roughly how long, for the screen before it starts."""
+    def __init__(self, source: BenchSource, about: str, reference: Reference | None = None) -> None:
+        """``about``: what will run and roughly how long, for the screen before it starts;
+        ``reference``: the published figure each series is drawn against."""
         super().__init__()
         self.source = source
         self.about = about
+        self.reference: Reference = reference or no_reference
+        self.chart = ChartData()
+        self.marks: list[ReferenceMark] = []
         self.state = "ready"
         """ready | running | done."""
         self.results: list[bp.Result] = []
         self.summary: BenchSummary | None = None
         self.notes: list[str] = []
-        self.top = 0.0
-        """The highest images/s so far: the chart's shared scale."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
-        yield Vertical(id="chart")
+        yield ThroughputChart(id="chart")
+        yield Static("", id="caption")
         yield Static("", id="table")
         with VerticalScroll(id="verdict-box"):
             yield Static("", id="verdict")
@@ -228,21 +204,29 @@ class BenchmarkView(StageView):
             Text.assemble(
                 part(self.about),
                 "\n\nNothing on the machine changes. ",
-                ("b", "bold"),
+                ("Enter", "bold"),
                 " begins, ",
                 ("s", "bold"),
                 " skips it.",
             )
         )
 
-    def line(self, key: str) -> ChartLine:
-        chart = self.query_one("#chart", Vertical)
-        for existing in chart.query(ChartLine):
-            if existing.key == key:
-                return existing
-        line = ChartLine(key, lambda: self.top)
-        chart.mount(line)
-        return line
+    def show_chart(self) -> None:
+        chart = self.query_one(ThroughputChart)
+        chart.show(self.chart, self.marks)
+        legend = Text()
+        if not chart.legend_inside:  # a small chart: which line is which, under it
+            for key in self.chart.series:
+                legend.append(*part(f"━ {key}  ", chart.rich_colour(key)))
+        self.query_one("#caption", Static).update(Text.assemble(legend, part(caption(self.marks))))
+
+    def mark_series(self, sample: bp.Sample) -> None:
+        """A new series: find the published figure it is compared with."""
+        key = series_key(sample.mode, sample.world_size)
+        if key not in self.chart.series and all(m.key != key for m in self.marks):
+            mark = self.reference(sample.mode, sample.world_size)
+            if mark is not None:
+                self.marks.append(mark)
 
     def show_results(self) -> None:
         ratios: dict[tuple[str, int], float | None] = {}
@@ -252,7 +236,7 @@ class BenchmarkView(StageView):
                 for c in self.summary.verdict.comparisons
             }
         self.query_one("#table", Static).update(
-            results_table(self.results, ratios) if self.results else ""
+            results_table(self.results, ratios, self.marks) if self.results else ""
         )
 
     def show_notes(self) -> None:
@@ -276,13 +260,10 @@ class BenchmarkView(StageView):
         if (status := status_for(item)) is not None:
             self.status(status)
         if isinstance(item, bp.Sample):
-            per_gpu = item.images_per_s / item.world_size
-            if per_gpu > self.top:
-                self.top = per_gpu
-                for line in self.query(ChartLine):
-                    line.refresh()
-            self.line(line_key(item.mode, item.world_size)).add(per_gpu, item.images_per_s)
-        elif isinstance(item, bp.Result):
+            self.mark_series(item)
+        if self.chart.take(item):
+            self.show_chart()
+        if isinstance(item, bp.Result):
             self.results.append(item)
             self.show_results()
 

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from gpuwizard.bench.protocol import BenchEvent
 from gpuwizard.bench.results import BenchSummary
+from gpuwizard.facts import FreeSpace
 from gpuwizard.runner.events import Envelope
 from gpuwizard.setup.disk import DiskState
 
@@ -25,6 +26,9 @@ class RunControl(Protocol):
     def send_secret(self, value: str) -> None: ...
     def disk(self) -> DiskState: ...
     def driven_elsewhere(self) -> bool: ...
+    def free_space(self) -> tuple[FreeSpace, ...]:
+        """The machine's main file systems and their free bytes now (df), for a full disk."""
+        ...
 
     @property
     def logs_hint(self) -> str: ...

@@ -93,8 +93,6 @@ class DetectView(StageView):
 
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
     DetectView #detect-body { padding: 0 1; }

@@ -42,9 +42,6 @@ class ExportView(StageView):
     BINDINGS = [
         Binding("w", "write", "Write files"),
         Binding("c", "proceed", "Continue"),
-        Binding("escape", "proceed", "Continue", show=False),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = """
     ExportView #left { width: 34; }

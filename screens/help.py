@@ -1,4 +1,4 @@
-"""HelpScreen: the keys, and where the logs and state live."""
+"""HelpScreen: the one key map (gpuwizard.screens.keymap), and where the logs and state live."""
 
 from __future__ import annotations
 
@@ -13,19 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gpuwizard.safetext import clean
-
-KEYS = (
-    ("enter", "continue / run the next step"),
-    ("a", "run all remaining steps without asking each time"),
-    ("s", "start the install (review) · skip a step (install)"),
-    ("r", "retry a failed step · reboot (reboot screen)"),
-    ("x", "abort the install (finished steps stay done, none is left half-done)"),
-    ("w", "why not the other options (recommendation)"),
-    ("d", "doctor: known problems (driver, CUDA versions, Secure Boot, GPU errors)"),
-    ("b / esc", "back"),
-    ("q", "quit: a running step continues in the background"),
-    ("? / F1", "this help"),
-)
+from gpuwizard.screens.keymap import KEYS
 
 
 class HelpScreen(ModalScreen[None]):
@@ -33,7 +21,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 76; height: auto; max-height: 22; border: thick $primary; padding: 1 2; background: $surface;
+        width: 76; height: auto; max-height: 90%; border: thick $primary; padding: 1 2; background: $surface;
     }
     """
 

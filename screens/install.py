@@ -12,6 +12,7 @@ Titles, commands, reasons and the log are the machine's text: shown cleaned and 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -26,19 +27,23 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gpuwizard.hints import match
+from gpuwizard.facts import mount_holding
+from gpuwizard.hints import KnownError, match
 from gpuwizard.plan import Plan, StepPlan, WriteFile
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold
 from gpuwizard.screens.capabilities import RunControl
-from gpuwizard.screens.modals import QuitScreen, SecretScreen
+from gpuwizard.screens.modals import SearchScreen, SecretScreen
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.step_list import StepList
 from gpuwizard.setup.flow import Aborted, Freed, RunEnded
 
+FAILURE_LINES = 6
+"""The last lines of output a failure shows (the log pane and the log file have the rest)."""
+GIB = 1024**3
 POLL_S = 0.05
 GONE_AFTER_S = 2.0
 """How long a runner may be silent and not alive before the view says it stopped."""
@@ -71,6 +76,15 @@ class RunnerGone(Message, bubble=False):
     """The runner process ended without saying how (after its last event was delivered)."""
 
 
+DECIDING = frozenset({"run_step", "run_all", "skip", "retry", "abort"})
+ACTING = {
+    "waiting": frozenset({"run_step", "run_all", "skip", "abort"}),
+    "running": frozenset[str](),
+    "failed": frozenset({"retry", "skip", "abort"}),
+}
+"""Which deciding keys act in each mode (the others are hidden from the footer)."""
+
+
 def _elapsed(started: str | None, now: datetime) -> str:
     if started is None:
         return ""
@@ -88,14 +102,18 @@ class InstallView(StageView):
         Binding("s", "skip", "Skip"),
         Binding("r", "retry", "Retry"),
         Binding("x", "abort", "Abort"),
-        Binding("q", "quit_screen", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("l", "wrap", "Wrap/scroll"),
+        Binding("f", "follow", "Follow"),
+        Binding("slash", "search", "Find", key_display="/"),
+        Binding("n", "search_next", "Next match", show=False),
     ]
     DEFAULT_CSS = """
     InstallView #progress { height: 1; padding: 0 1; background: $boost; }
     InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
     InstallView #details { height: auto; padding: 0 1; }
+    InstallView #hint-box { height: auto; max-height: 60%; }
     InstallView #hint { height: auto; padding: 0 1; color: $warning; }
+    InstallView.-failed #details-box { display: none; }
     InstallView #right { width: 1fr; }
     """
 
@@ -127,6 +145,10 @@ class InstallView(StageView):
         self.prompted: ev.PromptShown | None = None
         self.ended = False
         self.progress_text = ""
+        self.shown_mode = ""
+        self.searched = ""
+        self.failure: tuple[Stopped, Text] | None = None
+        """The failure shown and its text (built once: it may ask the machine for free space)."""
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -158,7 +180,8 @@ class InstallView(StageView):
             with Vertical(id="right"):
                 with VerticalScroll(id="details-box"):
                     yield Static("", id="details")
-                yield Static("", id="hint")
+                with VerticalScroll(id="hint-box"):
+                    yield Static("", id="hint")
                 yield LogPane(id="log")
 
     def on_mount(self) -> None:
@@ -169,9 +192,15 @@ class InstallView(StageView):
             self.set_interval(1.0, self.check_driver)
 
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
-        """Watching another front end's run: no key that would decide something."""
-        deciding = {"run_step", "run_all", "skip", "retry", "abort"}
-        return not (self.driven_by is not None and action in deciding)
+        """Only the keys that act now: none that decides while another front end drives; run
+        keys while waiting, retry after a failure, skip and abort while nothing runs."""
+        if action not in DECIDING:
+            return True
+        if self.driven_by is not None:
+            return False
+        if self.mode == "waiting" and self.reboot_pending:
+            return action in {"run_step", "abort"}
+        return action in ACTING[self.mode]
 
     def check_driver(self) -> None:
         if not self.control.driven_elsewhere():
@@ -260,10 +289,14 @@ class InstallView(StageView):
             if mode == "waiting" and step.id == self.current:
                 state = "next"
             steps.set_state(step.id, state)
+        self.set_class(mode == "failed", "-failed")  # the failure takes the step's place
         self.show_details(mode, remaining)
         self.show_hint(mode)
         self.show_prompt()
         self.show_progress()
+        if mode != self.shown_mode:  # the footer shows the keys this mode acts on
+            self.shown_mode = mode
+            self.refresh_bindings()
 
     def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
         details = self.query_one("#details", Static)
@@ -275,6 +308,17 @@ class InstallView(StageView):
                         f"another gpuwizard drives this setup, {self.driven_by}. Nothing is "
                         "decided here; once it has gone, this one takes over."
                     ),
+                )
+            )
+            return
+        ending = self.view.ending
+        if mode == "waiting" and isinstance(ending, RebootAsked):
+            details.update(
+                Text.assemble(
+                    ("A reboot is pending: ", "bold yellow"),
+                    part(f"{ending.reason}. "),
+                    "Enter shows the reboot screen again; q quits, and gpuwizard continues "
+                    "once the machine has rebooted.",
                 )
             )
             return
@@ -309,16 +353,45 @@ class InstallView(StageView):
             )
 
     def failure_text(self, ending: Stopped) -> Text:
+        """What failed, how, its last lines, and the doctor's hint when a known error matches."""
+        if self.failure is not None and self.failure[0] is ending:
+            return self.failure[1]
         step = ending.step or self.current or ""
+        title = next((s.title for s in self.plan.steps if s.id == step), step)
+        text = Text.assemble(("✗ ", "bold red"), part(f"{title}: {ending.why}", "bold"))
         known = match([*self.view.tail, ending.why])
-        text = Text.assemble(("✗ ", "bold red"), part(ending.why, "bold"))
         if known:
-            text.append(*part(f"\n{known.explanation} {known.fix}"))
+            text.append("\ndoctor: ", "bold yellow")
+            text.append(*part(f"{known.explanation} {known.fix}{self.full_disk(known)}"))
+        if self.view.command:
+            text.append("\ncommand: ", "dim")
+            text.append(*part(f"$ {self.view.command}", "cyan"))
+        last = [line for line in self.view.tail if line.strip()][-FAILURE_LINES:]
+        if last:
+            text.append("\nlast lines:", "dim")
+            for line in last:
+                text.append(*part(f"\n  | {line}"))
         log = self.view.steps[step].log if step in self.view.steps else None
         text.append(
             *part(f"\nFull log: {log or self.control.logs_hint}. r retry · s skip · x abort", "dim")
         )
+        self.failure = (ending, text)
         return text
+
+    def full_disk(self, known: KnownError) -> str:
+        """For a full disk: which file system it is and how much is free on it now."""
+        if known.id != "disk-full":
+            return ""
+        rows = self.control.free_space()
+        path = re.search(r"free space in (/\S*?)\.?(?:\s|$)", known.line)
+        holding = mount_holding(path.group(1), rows) if path else None
+        fullest = holding or min(rows, key=lambda row: row.free_bytes, default=None)
+        if fullest is None:
+            return " (df did not answer: run `df -h` to see which file system is full)"
+        which = "It is" if holding else "The fullest is"
+        free = fullest.free_bytes
+        amount = f"{free / GIB:.1f} GiB" if free >= GIB else f"{free // 1024**2} MiB"
+        return f" {which} {fullest.path}, with {amount} free now."
 
     def show_prompt(self) -> None:
         prompt = self.view.prompt
@@ -359,6 +432,26 @@ class InstallView(StageView):
         if value is not None:
             self.control.send_secret(value)
 
+    # ------------------------------------------------------------------------------ the log
+    def action_wrap(self) -> None:
+        self.query_one(LogPane).toggle_wrap()
+
+    def action_follow(self) -> None:
+        self.query_one(LogPane).toggle_follow()
+
+    def action_search(self) -> None:
+        self.app.push_screen(SearchScreen(self.searched), self.search_for)
+
+    def search_for(self, term: str | None) -> None:
+        if term:
+            self.searched = term
+            self.query_one(LogPane).search(term)
+
+    def action_search_next(self) -> None:
+        log = self.query_one(LogPane)
+        if self.searched:
+            log.search(self.searched, after=log.found_at)
+
     # ------------------------------------------------------------------------------ intents
     def launch(self, one_step: bool) -> None:
         if self.mode == "running":
@@ -382,9 +475,18 @@ class InstallView(StageView):
         self.render_view()
 
     def action_run_step(self) -> None:
-        """The next step; with none left, the runner checks them all again and ends the run."""
-        if self.mode == "waiting":
+        """The next step; with none left, the runner checks them all again and ends the run.
+        With a reboot pending (the person chose "Later"), the reboot screen again: the state
+        machine decides from the disk."""
+        if self.mode == "waiting" and self.reboot_pending:
+            self.ended = True
+            self.answer(RunEnded(self.control.disk()))
+        elif self.mode == "waiting":
             self.launch(one_step=not self.auto and bool(self.pending_steps()))
+
+    @property
+    def reboot_pending(self) -> bool:
+        return self.replayed and isinstance(self.view.ending, RebootAsked)
 
     def action_run_all(self) -> None:
         if self.mode == "waiting":
@@ -411,9 +513,11 @@ class InstallView(StageView):
             self.ended = True
             self.answer(Aborted())
 
-    def action_quit_screen(self) -> None:
-        self.app.push_screen(QuitScreen(running=self.mode == "running"), self.quit_answered)
-
-    def quit_answered(self, leave: bool | None) -> None:
-        if leave:
-            self.app.exit("")
+    @property
+    def quit_state(self) -> str | None:
+        """What quitting leaves behind: a running step, a run paused between steps, or nothing."""
+        if self.mode == "running":
+            return "running"
+        if self.view.run_id is not None and self.pending_steps() and not self.reboot_pending:
+            return "paused"
+        return None

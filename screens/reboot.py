@@ -18,16 +18,17 @@ class RebootView(StageView):
 
     BINDINGS = [
         Binding("r", "reboot", "Reboot now"),
-        Binding("l,escape", "later", "Later"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("escape", "later", "Later"),
     ]
     DEFAULT_CSS = "RebootView #reboot-body { padding: 1 2; }"
 
-    def __init__(self, reason: str, come_back: str, simulated: bool) -> None:
+    def __init__(self, reason: str, come_back: str, simulated: bool, mok: bool = False) -> None:
+        """``mok``: a Machine Owner Key waits to be enrolled at this boot (MokManager)."""
         super().__init__()
         self.reason = reason
         self.come_back = come_back
         self.simulated = simulated
+        self.mok = mok
 
     def compose(self) -> ComposeResult:
         what = (
@@ -39,11 +40,25 @@ class RebootView(StageView):
             ("A reboot is needed\n\n", "bold"),
             ("Why: ", "bold"), part(f"{self.reason}\n\n"),
             ("What happens: ", "bold"), f"{what}\n\n",
+            *self.enrollment(),
             ("How to come back: ", "bold"), part(f"wait a minute or two, then\n    {self.come_back}\n"),
             "gpuwizard checks the machine again and continues where it stopped.",
         )  # fmt: skip
         with VerticalScroll(id="reboot-body"):
             yield Static(body)
+
+    def enrollment(self) -> tuple[tuple[str, str] | str, ...]:
+        """What the person does at the console for the MOK, when one waits to be enrolled."""
+        if not self.mok:
+            return ()
+        at_console = (
+            "the simulated console answers MokManager with the password you typed, as you would."
+            if self.simulated
+            else "the console (or the BMC's remote console) shows MokManager before Linux starts: "
+            "choose 'Enroll MOK' and type the one-time password you chose. Over SSH alone it "
+            "cannot be answered, and without the key Secure Boot refuses the driver's module."
+        )
+        return (("Secure Boot key (MOK): ", "bold yellow"), f"{at_console}\n\n")
 
     def action_reboot(self) -> None:
         self.answer(RebootNow())

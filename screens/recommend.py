@@ -4,13 +4,13 @@ facts, so every value is plain text (``plain``), never markup."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -82,6 +82,28 @@ def result_text(result: Result) -> Group:
     return Group(*parts)
 
 
+def builds_text(tried: list[tuple[str, Result]]) -> Group:
+    """Each CUDA build of the release: fits here, or why not (those are not offered)."""
+    if not tried:
+        return Group()
+    parts: list[RenderableType] = [Text("CUDA builds of this release", style="bold")]
+    for variant, result in tried:
+        if isinstance(result, Recommendation):
+            parts.append(bullet(f"{variant}: fits (driver R{result.driver.branch})", "✓", "green"))
+        else:
+            parts.append(bullet(f"{variant}: not offered: {build_refusal(result)}", "✗", "dim"))
+    return Group(*parts)
+
+
+def build_refusal(refusal: Refusal) -> str:
+    """The reason a build cannot work, without the engine's "nothing fits ..." preamble."""
+    return (
+        refusal.reason.split(": ", 1)[-1]
+        if refusal.reason.startswith("nothing fits")
+        else refusal.reason
+    )
+
+
 def rejected_text(result: Result, shown: bool) -> Group:
     """The alternatives not chosen, or one line saying how to see them."""
     if not result.rejected:
@@ -101,15 +123,16 @@ class RecommendView(StageView):
     BINDINGS = [
         Binding("c", "proceed", "Continue"),
         Binding("w", "toggle_rejected", "Why not others"),
-        Binding("b,escape", "back", "Back"),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("escape,b", "back", "Back"),
     ]
     DEFAULT_CSS = """
     RecommendView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
     RecommendView #choices Label { margin-top: 1; text-style: bold; }
     RecommendView #choices Select { width: 100%; }
     RecommendView #choices SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    RecommendView #choices Select:focus > SelectCurrent { border: tall $accent; background-tint: $accent 20%; }
+    RecommendView #choices SelectionList:focus { background-tint: $accent 20%; }
+    RecommendView #choices Label.-focused { color: $accent; }
     RecommendView #result { padding: 0 1; }
     """
 
@@ -121,9 +144,16 @@ class RecommendView(StageView):
         recompute: Recompute,
         torch_versions: list[str],
         note: str | None = None,
+        builds: Mapping[str, tuple[str, ...]] | None = None,
+        installed_driver: str | None = None,
     ) -> None:
-        """``note``: why the person is asked again (the machine changed under the last run)."""
+        """``note``: why the person is asked again (the machine changed under the last run);
+        ``builds``: each torch release's CUDA builds, to choose one (each tried with the engine:
+        one that cannot work here is explained, not offered)."""
         super().__init__()
+        self.builds = builds or {}
+        self.installed_driver = installed_driver
+        """The driver already on the machine: only then is keeping it a choice."""
         self.note = note
         self.result = result
         self.choices = choices
@@ -134,7 +164,7 @@ class RecommendView(StageView):
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            with VerticalScroll(id="choices"):
+            with VerticalScroll(id="choices", can_focus=False):
                 yield Label("PyTorch")
                 versions = [
                     ("latest (confirmed)", "latest"),
@@ -143,27 +173,95 @@ class RecommendView(StageView):
                 yield Select(
                     versions, value=self.choices.torch or "latest", allow_blank=False, id="torch"
                 )
+                if self.builds:
+                    yield Label("CUDA build")
+                    yield Select(
+                        self.build_options(), value=self.choices.variant or "auto",
+                        allow_blank=False, id="variant",
+                    )  # fmt: skip
                 yield Label("Environment")
                 kinds = [("venv (default)", "venv"), ("conda (Miniforge)", "conda")]
                 yield Select(kinds, value=self.options.env_kind, allow_blank=False, id="env")
                 yield Label("Also install")
                 selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
+                if self.installed_driver:
+                    keep = f"Keep driver {self.installed_driver}"
+                    selected.insert(0, (keep, "keep_driver", self.choices.keep_driver))
                 yield SelectionList[str](*selected, id="extras")
             with VerticalScroll(id="result"):
                 if self.note:
                     yield Static(Text(self.note, style="bold yellow"), id="note")
                 yield Static(result_text(self.result), id="result-text")
+                yield Static(builds_text(self.tried_builds()), id="builds")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The focused choice's label is marked (▸) and coloured: focus is always visible."""
+        box = self.query_one("#choices", VerticalScroll)
+        label: Label | None = None
+        for child in box.children:
+            if isinstance(child, Label):
+                label = child
+                name = str(child.content).removeprefix("▸ ")
+                child.update(name)
+                child.remove_class("-focused")
+            elif child is event.widget and label is not None:
+                label.update(f"▸ {label.content}")
+                label.add_class("-focused")
+
+    # ---------------------------------------------------------------- CUDA builds
+    def torch_release(self) -> str | None:
+        """The release the builds belong to: the one chosen, else the one recommended."""
+        if self.choices.torch in self.builds:
+            return self.choices.torch
+        if isinstance(self.result, Recommendation):
+            return self.result.torch.version
+        return self.choices.torch
+
+    def tried_builds(self) -> list[tuple[str, Result]]:
+        """Each CUDA build of the release, as the engine judges it on this machine."""
+        release = self.torch_release()
+        if release is None:
+            return []
+        pinned = replace(self.choices, torch=self.choices.torch or release)
+        return [
+            (variant, self.recompute(replace(pinned, variant=variant), self.options))
+            for variant in self.builds.get(release, ())
+        ]
+
+    def build_options(self) -> list[tuple[str, str]]:
+        """The builds that work here, to choose from; the others are only explained."""
+        working = [v for v, r in self.tried_builds() if isinstance(r, Recommendation)]
+        return [("recommended", "auto"), *((v, v) for v in working)]
+
+    @on(Select.Changed, "#variant")
+    def change_variant(self, event: Select.Changed) -> None:
+        value = str(event.value)
+        self.choices = replace(self.choices, variant=None if value == "auto" else value)
+        self.refresh_result()
+
+    def refresh_builds(self) -> None:
+        if not self.builds:
+            return
+        select = self.query_one("#variant", Select)
+        options = self.build_options()
+        if self.choices.variant not in {value for _, value in options}:
+            self.choices = replace(self.choices, variant=None)
+        with select.prevent(Select.Changed):
+            select.set_options(options)
+            select.value = self.choices.variant or "auto"
 
     def refresh_result(self) -> None:
         self.result = self.recompute(self.choices, self.options)
         self.query_one("#result-text", Static).update(result_text(self.result))
+        self.query_one("#builds", Static).update(builds_text(self.tried_builds()))
         self.query_one("#rejected", Static).update(rejected_text(self.result, self.show_rejected))
 
     @on(Select.Changed, "#torch")
     def change_torch(self, event: Select.Changed) -> None:
         value = str(event.value)
         self.choices = replace(self.choices, torch=None if value == "latest" else value)
+        self.refresh_builds()
         self.refresh_result()
 
     @on(Select.Changed, "#env")
@@ -183,7 +281,9 @@ class RecommendView(StageView):
             nccl="nccl" in chosen,
             hold_driver="hold_driver" in chosen,
         )
-        self.choices = replace(self.choices, needs_nvcc="needs_nvcc" in chosen)
+        self.choices = replace(
+            self.choices, needs_nvcc="needs_nvcc" in chosen, keep_driver="keep_driver" in chosen
+        )
         self.refresh_result()
 
     def action_toggle_rejected(self) -> None:

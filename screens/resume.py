@@ -72,8 +72,6 @@ def _told(signal: BootSignal | None) -> str:
 class ResumeView(StageView):
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = "ResumeView #resume-body { padding: 1 2; }"
 

@@ -58,10 +58,9 @@ class ReviewView(StageView):
     """Answers Approved to start, Back to change the choices."""
 
     BINDINGS = [
-        Binding("s", "start", "Start"),
-        Binding("b,escape", "back", "Back"),
-        Binding("q", "app.quit_wizard", "Quit"),
-        Binding("question_mark,f1", "app.help", "Help"),
+        Binding("enter", "start", "Start", priority=True),
+        Binding("s", "start", "Start", show=False),  # the key the install view once needed
+        Binding("escape,b", "back", "Back"),
     ]
     DEFAULT_CSS = """
     ReviewView #review-body { padding: 0 1; }

@@ -10,17 +10,27 @@ mounted, never a view on its way out. Modal screens (help, doctor, quit, secret)
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
+from gpuwizard.screens.widgets.key_footer import KeyFooter
 from gpuwizard.setup.flow import Answer
 
 
 class StageView(Vertical, can_focus=True):
-    """One stage's content and keys. It answers through ``answer``; it never switches stages."""
+    """One stage's content and keys. It answers through ``answer``; it never switches stages.
 
+    The keys every view shares (gpuwizard.screens.keymap) are bound here, so ``?`` opens the help
+    and ``q`` asks before it quits on every view; a view adds only its own keys."""
+
+    BINDINGS = [
+        Binding("question_mark,f1", "app.help", "Help", key_display="?"),
+        Binding("d", "app.doctor", "Doctor"),
+        Binding("q", "app.quit_wizard", "Quit"),
+    ]
     DEFAULT_CSS = "StageView { height: 1fr; }"
 
     def answer(self, answer: Answer) -> None:
@@ -46,7 +56,7 @@ class StageShell(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Vertical(id="stage")
-        yield Footer()
+        yield KeyFooter()
 
     async def show(self, view: StageView) -> None:
         """Replace the stage's view; returns once the new one is mounted and has the focus."""

@@ -17,7 +17,6 @@ from gpuwizard.setup.flow import Continue
 class VerifyView(StageView):
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
-        Binding("q", "app.quit_wizard", "Quit"),
     ]
     DEFAULT_CSS = "VerifyView #verify-body { padding: 1 2; }"
 

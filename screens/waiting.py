@@ -14,8 +14,6 @@ from gpuwizard.setup.flow import Back, Continue
 
 
 class LookingView(StageView):
-    BINDINGS = [Binding("q", "app.quit_wizard", "Quit")]
-
     def compose(self) -> ComposeResult:
         yield Static("\n  Looking at this machine…", id="waiting")
 
@@ -26,7 +24,6 @@ class RefusedView(StageView):
     BINDINGS = [
         Binding("escape,b", "back", "Back"),
         Binding("enter,q", "leave", "Quit", priority=True),
-        Binding("question_mark,f1", "app.help", "Help"),
     ]
     DEFAULT_CSS = "RefusedView #refused-body { padding: 1 2; }"
 

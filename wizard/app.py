@@ -40,7 +40,7 @@ class GpuWizardApp(App[str]):
     CSS_PATH = "app.tcss"
     BINDINGS = [
         Binding("ctrl+c", "quit_wizard", "Quit", show=False),
-        Binding("d", "doctor", "Doctor"),
+        Binding("d", "doctor", "Doctor", show=False),  # also over modal screens
     ]
 
     def __init__(
@@ -172,15 +172,24 @@ class GpuWizardApp(App[str]):
         return diagnose(self.backend.host(), self.backend.state_dir).report
 
     def action_quit_wizard(self) -> None:
-        """Leave at once when nothing runs; explain first when a step is running."""
-        if not self.step_running():
+        """Leave at once when nothing runs; explain first when a step runs or a run is paused."""
+        state = self.quit_state()
+        if state is None:
             self.exit("")
             return
-        self.push_screen(QuitScreen(running=True), lambda leave: self.exit("") if leave else None)
+        if isinstance(self.screen, QuitScreen):
+            return
+        ask = QuitScreen(running=state == "running", paused=state == "paused")
+        self.push_screen(ask, lambda leave: self.exit("") if leave else None)
 
-    def step_running(self) -> bool:
+    async def action_quit(self) -> None:
+        """The command palette's Quit asks the same question as the q key."""
+        self.action_quit_wizard()
+
+    def quit_state(self) -> str | None:
         view: StageView | None = self.shell.view
-        return getattr(view, "mode", None) == "running"
+        state = getattr(view, "quit_state", None)
+        return state if isinstance(state, str) else None
 
 
 def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, int]:

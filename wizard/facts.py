@@ -165,6 +165,15 @@ class FreeSpace:
     free_bytes: int
 
 
+def mount_holding(path: str, rows: tuple[FreeSpace, ...]) -> FreeSpace | None:
+    """The file system (of those df reported) that holds ``path``: the longest mount point that
+    is a prefix of it."""
+    holding = [
+        row for row in rows if path == row.path or path.startswith(row.path.rstrip("/") + "/")
+    ]
+    return max(holding, key=lambda row: len(row.path), default=None)
+
+
 @dataclass(frozen=True)
 class Nic:
     name: str

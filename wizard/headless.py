@@ -328,12 +328,20 @@ class Script:
         if not self.reboot_said:  # else the runner's own event said so a moment ago
             self.out.write(f"==> reboot needed: {stage.reason}\n")
         if self.request.dry_run or not self.request.yes:
-            self.out.write(
-                "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
-            )
+            self.out.write(self.how_to_reboot())
             return EXIT_REBOOT
         self.out.write("==> rebooting\n")
         return flow.RebootNow()
+
+    def how_to_reboot(self) -> str:
+        """In a simulation, how to reboot the simulated machine: never this one's `sudo reboot`."""
+        if not self.driver.backend.simulated:
+            return "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
+        without = " without --dry-run" if self.request.dry_run else ""
+        return (
+            f"Run the same command{without} with --yes to reboot the simulated machine and "
+            "continue (this machine itself is not rebooted).\n"
+        )
 
     def resume(self, stage: flow.Resuming) -> flow.Answer | int:
         if self.request.dry_run:

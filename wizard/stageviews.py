@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
+from gpuwizard.bench.references import load_references
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
@@ -63,7 +65,8 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             return InstallView(stage.plan, driver, attach=True, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
             come_back = f"{ssh_hint}   then   gpuwizard"
-            return RebootView(stage.reason, come_back, driver.backend.simulated)
+            mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
+            return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
         case flow.Resuming():
             return ResumeView(stage.plan, driver)
         case flow.Verifying():
@@ -101,7 +104,13 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     request = stage.context.request
     versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
     result = recompute(request.choices, request.options)
-    return RecommendView(result, request.choices, request.options, recompute, versions, stage.note)
+    builds = {r.version: r.variants for r in table.torch_releases}
+    installed = (
+        target.driver.version if target.driver and not target.driver_managed_elsewhere else None
+    )
+    return RecommendView(
+        result, request.choices, request.options, recompute, versions, stage.note, builds, installed
+    )
 
 
 def benchmark_view(
@@ -118,7 +127,13 @@ def benchmark_view(
     )
     host = backend.host()
     session = BenchSession(spec, backend.state_dir, facts, nvml=host.nvml, env=dict(backend.env))
-    return BenchmarkView(session, bench_about(gpus))
+    name = facts.hardware.gpus[0].model.name if gpus else None
+    references = load_references()
+
+    def reference(mode: str, world_size: int) -> ReferenceMark | None:
+        return reference_for(references, name, mode, world_size) if name else None
+
+    return BenchmarkView(session, bench_about(gpus), reference)
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:

@@ -23,6 +23,7 @@ EXIT = {  # 0 healthy (warnings allowed), 1 a problem, 2 nothing could be checke
     "nogpu-ubuntu2204": 2,
     "rtx5090-ubuntu2404-secureboot": 0,
     "t4-debian12-fresh": 0,
+    "t4-debian12-secureboot": 0,
     "v100x4-ubuntu2204-driver535": 0,
     "wsl2-ubuntu2204-rtx4090": 0,
 }

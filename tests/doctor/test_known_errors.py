@@ -13,6 +13,8 @@ SAMPLES = Path(__file__).parent / "samples"
 
 # sample file -> (the entry that must win, words its filled explanation + fix must contain)
 EXPECTED = {
+    "disk-full": ("disk-full", ["The disk is full", "/var/cache/apt/archives/", "retry"]),
+    "disk-full-dpkg": ("disk-full", ["The disk is full", "apt-get clean"]),
     "dpkg-lock": ("dpkg-lock", ["(unattended-upgr) holds the dpkg lock", "never delete"]),
     "dpkg-interrupted": ("dpkg-interrupted", ["dpkg --configure -a"]),
     "headers-gone": ("headers-gone", ["linux-headers-5.15.0-91-generic", "upgrade-kernel"]),

@@ -23,6 +23,7 @@ PROFILES = (
     "a100x4-ubuntu2004-fresh",
     "h100x8-ubuntu2204-fresh",
     "t4-debian12-fresh",
+    "t4-debian12-secureboot",
     "l40sx4-rocky9-fresh",
     "rtx5090-ubuntu2404-secureboot",
     "v100x4-ubuntu2204-driver535",

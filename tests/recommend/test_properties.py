@@ -59,6 +59,7 @@ def _option(result: Recommendation):
     )
 
 
+@pytest.mark.slow  # 5-12 s per OS: the whole GPU catalogue through the engine
 @pytest.mark.parametrize(("os_id", "version"), REPRESENTATIVE)
 def test_every_gpu_in_the_catalogue_gets_a_recommendation_or_a_reasoned_refusal(os_id, version):
     for model in MODELS:

@@ -32,6 +32,24 @@ def test_ram_below_twice_the_gpu_memory_is_a_warning(table):
     assert ram.severity == "warning" and "1280 GiB" in ram.reason
 
 
+@pytest.mark.parametrize(
+    ("profile", "severity"),
+    [
+        ("rtx5090-ubuntu2404-secureboot", "ok"),  # 64 GB server (62 GiB MemTotal), one 32 GB GPU
+        ("wsl2-ubuntu2204-rtx4090", "warning"),  # 31 GiB for a 24 GB GPU: below 2x, truly
+        ("a100x4-ubuntu2004-fresh", "ok"),
+    ],
+)
+def test_the_guides_rule_ram_at_least_twice_this_hosts_gpu_memory(table, profile, severity):
+    """The guide's 1:2 rule against this host's GPUs, counting what MemTotal leaves out."""
+    assert findings(facts_of(profile), table)["ram"].severity == severity
+
+
+def test_ram_well_below_the_rule_even_with_what_the_kernel_reserves_is_a_warning(table):
+    facts = with_hardware("rtx5090-ubuntu2404-secureboot", memory_mib=58 * 1024)
+    assert findings(facts, table)["ram"].severity == "warning"
+
+
 def test_gpu_memory_comes_from_nvml_once_a_driver_exists(table):
     ram = findings(facts_of("v100x4-ubuntu2204-driver535"), table)["ram"]
     assert "64 GiB of GPU memory" in ram.title

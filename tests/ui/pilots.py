@@ -16,6 +16,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
+from gpuwizard.facts import FreeSpace
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.setup.disk import DiskState
@@ -112,6 +113,10 @@ class FakeRun:
         self.started: list[tuple[bool, bool]] = []
         self.skipped: list[str] = []
         self.secrets: list[str] = []
+        self.file_systems: tuple[FreeSpace, ...] = (
+            FreeSpace("/", 120 * 1024**3),
+            FreeSpace("/var", 52 * 1024**2),
+        )
 
     def start(self, one_step: bool, check_only: bool = False) -> bool:
         self.started.append((one_step, check_only))
@@ -134,6 +139,9 @@ class FakeRun:
 
     def driven_elsewhere(self) -> bool:
         return False
+
+    def free_space(self) -> tuple[FreeSpace, ...]:
+        return self.file_systems
 
     @property
     def logs_hint(self) -> str:

@@ -12,10 +12,11 @@ from textual.app import App
 from textual.widgets import Static
 
 from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
 from gpuwizard.bench.verdict import judge
-from gpuwizard.screens.benchmark import BenchmarkView, ChartLine, bars
+from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.setup.flow import Again, Benchmarked
 from tests.ui.pilots import ViewHarness
 
@@ -98,8 +99,14 @@ def died_run(directory: Path) -> RecordedBench:
 
 
 def Harness(source: RecordedBench) -> ViewHarness:
+    """The view as the wizard builds it: each series drawn against this GPU's published figure."""
+    name = source.gpu.split("x ", 1)[-1]
+
+    def reference(mode: str, gpus: int) -> ReferenceMark | None:
+        return reference_for(load_references(), name, mode, gpus)
+
     return ViewHarness(
-        BenchmarkView(source, ABOUT), sub_title="SIMULATION: h100x8-ubuntu2204-fresh"
+        BenchmarkView(source, ABOUT, reference), sub_title="SIMULATION: h100x8-ubuntu2204-fresh"
     )
 
 
@@ -114,13 +121,16 @@ async def test_a_whole_run_charts_every_mode_then_judges_it(out: Path) -> None:
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
         assert isinstance(screen, BenchmarkView)
-        await pilot.press("enter")  # nothing to continue to before a run: ignored
         assert screen.state == "ready" and not source.started
-        await pilot.press("b")
+        await pilot.press("enter")  # Enter begins (the one key map: Enter continues or runs)
+        assert source.started
         while screen.state != "done":
             await pilot.pause(0.05)
-        keys = [line.key for line in screen.query(ChartLine)]
+        keys = list(screen.chart.series)
         assert keys == ["fp32", "tf32", "amp-fp16", "amp-bf16", "amp-bf16 x8"]
+        marked = {mark.key: mark for mark in screen.marks}
+        assert marked["amp-bf16 x8"].label.startswith("amp-bf16 x8: 2,763/GPU published")
+        assert "fp32" not in marked, "no published strict-FP32 PyTorch figure for the H100"
         assert len(screen.results) == 5
         verdict = text_of(app, "#verdict")
         assert "At or above the best published PyTorch numbers" in verdict
@@ -136,7 +146,7 @@ async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
     app = Harness(died_run(out))
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
-        await pilot.press("b")
+        await pilot.press("enter")
         while screen.state != "done":  # type: ignore[attr-defined]
             await pilot.pause(0.05)
         verdict = text_of(app, "#verdict")
@@ -152,7 +162,7 @@ async def test_stop_keeps_what_ran(out: Path) -> None:
     app = Harness(source)
     async with app.run_test(size=(100, 32)) as pilot:
         screen = app.shell.view
-        await pilot.press("b")
+        await pilot.press("enter")
         await pilot.pause(0.3)
         await pilot.press("x")
         while screen.state != "done":  # type: ignore[attr-defined]
@@ -170,21 +180,14 @@ async def test_skip_leaves_without_running(out: Path) -> None:
     assert app.answers == [Benchmarked(None)] and not source.started
 
 
-def test_bars_share_one_scale_from_zero_and_squeeze_to_the_width() -> None:
-    assert bars([50.0, 100.0], 10, 100.0) == "▄█"
-    assert bars([1.0], 10, 100.0) == "▁"  # never blank: a sample is always visible
-    assert bars([float(v) for v in range(100)], 5, 100.0) == "▂▃▅▆█"  # each column its highest
-    assert bars([], 5, 1.0) == "" and bars([1.0], 0, 1.0) == ""
-
-
 async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
-    await pilot.press("b")
+    await pilot.press("enter")
     while pilot.app.shell.view.state != "done":
         await pilot.pause(0.05)
 
 
 async def midway(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
-    await pilot.press("b")
+    await pilot.press("enter")
     while source.given < 40:
         await pilot.pause(0.02)
     source.per_poll = 0  # hold it here for the picture

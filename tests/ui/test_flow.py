@@ -60,6 +60,12 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         )  # type: ignore[attr-defined]
         await pilot.press("a")  # then all the rest
         await until(pilot, shows(pilot, RebootView))
+        await pilot.press("escape")  # Later: back to the install, where the reboot waits
+        await until(pilot, shows(pilot, InstallView))
+        await until(pilot, lambda: view_of(pilot).reboot_pending)  # type: ignore[attr-defined]
+        assert app.is_running
+        await pilot.press("enter")  # the reboot screen again, from the journal
+        await until(pilot, shows(pilot, RebootView))
         await pilot.press("r")
         await until(pilot, shows(pilot, ResumeView))
         await until(pilot, lambda: view_of(pilot).done)  # the check after the reboot has run
@@ -75,7 +81,7 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         assert view_of(pilot).report.ok  # type: ignore[attr-defined]
         await pilot.press("enter")
         await until(pilot, shows(pilot, BenchmarkView))
-        await pilot.press("b")
+        await pilot.press("enter")
         await until(pilot, lambda: view_of(pilot).state == "done")  # type: ignore[attr-defined]
         assert len(view_of(pilot).results) == 5  # type: ignore[attr-defined]
         await pilot.press("enter")

@@ -187,7 +187,7 @@ async def test_the_benchmark_screen_shows_notes_and_problems_literally(tmp_path:
     async with app.run_test(size=(220, 90)) as pilot:
         await pilot.pause(0.1)
         ready = shown_text(app.export_screenshot())
-        await pilot.press("b")
+        await pilot.press("enter")
         for _ in range(50):
             await pilot.pause(0.1)
             if screen.state == "done":

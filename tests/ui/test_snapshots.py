@@ -5,7 +5,7 @@ Review a change in snapshot_report.html before accepting it with `pytest --snaps
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,8 @@ from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
+from gpuwizard.setup.request import SetupRequest
+from gpuwizard.version import Version
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeRun, ViewHarness, until
 
@@ -87,6 +89,26 @@ FAILED_RUN: list[ev.RunEvent] = [
 ]
 
 
+DISK_FULL_RUN: list[ev.RunEvent] = [
+    ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
+    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+    ev.ActionStarted("upgrade-kernel", 0, "apt-get -q -y full-upgrade"),
+    ev.LogLines(
+        "upgrade-kernel",
+        (
+            "Need to get 1,236 MB of archives.",
+            "After this operation, 3,114 MB of additional disk space will be used.",
+            "E: You don't have enough free space in /var/cache/apt/archives/.",
+        ),
+    ),
+    ev.ActionFinished("upgrade-kernel", 0, False, "exited 100"),
+    ev.StepFinished(
+        "upgrade-kernel", False, "exited 100", "/var/lib/gpuwizard/logs/run-1/upgrade-kernel.log"
+    ),
+    ev.RunStopped(StopReason.FAILED, "exited 100", "upgrade-kernel"),
+]
+
+
 def doctor_report(profile: str) -> Report:
     """The doctor on a recorded host, with no state directory: the same every time."""
     return diagnose(recorded_host(profile_dir(profile)), Path("/nonexistent/gpuwizard")).report
@@ -130,18 +152,46 @@ CHECK_STOPPED: list[ev.RunEvent] = [
 ]
 
 
+def reattached() -> InstallView:
+    """A terminal comes back to a step that has run for 7 min 12 s (its start is the journal's)."""
+    events = [
+        STARTED,
+        ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
+        ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+        ev.ActionStarted("upgrade-kernel", 1, "apt-get -q -y full-upgrade"),
+    ]
+    later = NOW + timedelta(minutes=7, seconds=12)
+    return InstallView(plan(), FakeRun(events, running=True), attach=True, now=lambda: later)
+
+
 def install(events: list[ev.RunEvent]) -> InstallView:
     return InstallView(plan(), FakeRun(events), attach=False, now=lambda: NOW)
+
+
+def recommend_view() -> RecommendView:
+    """The Recommend screen as the wizard builds it: the real engine behind every choice."""
+    target = target_from_facts(FACTS, TABLE)
+    versions = sorted((r.version for r in TABLE.torch_releases), key=Version.parse, reverse=True)
+    builds = {r.version: r.variants for r in TABLE.torch_releases}
+    return RecommendView(
+        recommendation(), Choices(), Options(),
+        lambda c, o: recommend(TABLE, target, SetupRequest(c, o).engine_choices),
+        versions[:4], None, builds,
+    )  # fmt: skip
 
 
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
     "recommend": lambda: RecommendView(recommendation(), Choices(), Options(), lambda c, o: recommendation(), ["2.14.1", "2.13.0"]),
+    "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),
     "install-failed": lambda: install([STARTED, *FAILED_RUN]),
+    "install-disk-full": lambda: install([STARTED, *DISK_FULL_RUN]),
     "install-resumed": lambda: install(RESUMED),
+    "install-reattached": reattached,
     "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
+    "reboot-mok": lambda: RebootView("the driver loads at boot, signed with the Machine Owner Key enrolled then", "ssh admin@t4-1   then   gpuwizard", False, mok=True),
     "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
     "resume-stopped": lambda: ResumeView(plan(), FakeRun(CHECK_STOPPED)),
     "verify": lambda: VerifyView(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),

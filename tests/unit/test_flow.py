@@ -107,7 +107,7 @@ CONTEXT = flow.Context(FACTS, REQUEST, None)
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=True), flow.Looking, (flow.Detect,)),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=False), flow.AwaitingReboot, (flow.Exit,)),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=False, failed="exit 1"), flow.Refused, ()),
-        (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootLater(), flow.AwaitingReboot, (flow.Exit,)),
+        (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootLater(), flow.Installing, ()),
         (flow.Resuming(PLAN, SELECTION), flow.Continue(), flow.Looking, (flow.Detect,)),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Again(), flow.Benchmarking, ()),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Benchmarked("fast"), flow.Exporting, ()),

@@ -106,7 +106,22 @@ def _not_loaded(facts: HostFacts, seen: Observed) -> Finding:
     )
 
 
+def _pending(facts: HostFacts, seen: Observed) -> Finding:
+    return Finding(
+        "driver",
+        "warn",
+        "Reboot pending: the module is installed but not loaded",
+        "gpuwizard installed the driver and waits for the reboot that loads its kernel module "
+        f"({seen.reboot_pending}). Nothing is broken: until then no program can use the GPUs.",
+        "Reboot (the wizard's reboot screen, or reboot the machine), then run gpuwizard again.",
+        (f"kernel {facts.boot.kernel}", f"waiting for a reboot: {seen.reboot_pending}"),
+        f"{RELIABILITY} §3.5",
+    )
+
+
 def _unavailable(facts: HostFacts, seen: Observed, reason: str) -> Finding:
+    if seen.reboot_pending and ("not loaded" in reason or driver_installed(facts)):
+        return _pending(facts, seen)
     if "mismatch" in reason:
         return _mismatch(facts, seen)
     if "not loaded" in reason:
@@ -228,6 +243,13 @@ def check_nouveau(facts: HostFacts, seen: Observed, table: CompatTable) -> Findi
             "nouveau", "ok", "nouveau loaded (no NVIDIA driver yet)",
             "nouveau drives the GPUs until the NVIDIA driver is installed; the install "
             "blacklists it and rebuilds the initramfs.",
+            evidence=tuple(evidence), source=f"{RELIABILITY} §3.7",
+        )  # fmt: skip
+    if seen.reboot_pending and facts.installs.nouveau_blacklisted:
+        return Finding(
+            "nouveau", "ok", "nouveau loaded until the pending reboot",
+            "nouveau is blacklisted and leaves at the reboot the install waits for "
+            f"({seen.reboot_pending}).",
             evidence=tuple(evidence), source=f"{RELIABILITY} §3.7",
         )  # fmt: skip
     rebuilt = "the blacklist exists, so the initramfs was not rebuilt after it was written"

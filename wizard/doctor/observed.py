@@ -123,6 +123,9 @@ class Observed:
     """Failed steps' logs and logs named with --log: the known errors are looked for in them."""
     unread: tuple[str, ...] = ()
     """What could not be read, in words; the checks say "could not check" where it mattered."""
+    reboot_pending: str | None = None
+    """Why the wizard's run waits for a reboot that has not happened yet (this boot is the one
+    the journal recorded), or None."""
 
     def why_unread(self, what: str) -> str | None:
         """The reason a reading (named by its prefix, e.g. "kernel log") is missing."""

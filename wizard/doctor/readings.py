@@ -244,4 +244,15 @@ def read_observed(
         bench=bench,
         logs=(*step_logs, *named_logs),
         unread=(*unread, *logs_unread),
+        reboot_pending=pending_reboot(journal, facts.boot.boot_id),
     )
+
+
+def pending_reboot(journal: JournalData | None, boot_id: str | None) -> str | None:
+    """The reason of the reboot the journal waits for, while this is still the boot it was
+    asked in (the boot id it recorded)."""
+    if journal is None or journal.reboot is None or boot_id is None:
+        return None
+    if journal.reboot.boot_id_before != boot_id:
+        return None
+    return journal.record(journal.reboot.step).reason or "a step asked for it"

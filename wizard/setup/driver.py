@@ -14,7 +14,8 @@ from pathlib import Path
 
 from gpuwizard.detect import detect_host
 from gpuwizard.detect.platform import read_boot_mark
-from gpuwizard.facts import BootMark, HostFacts
+from gpuwizard.detect.system import read_free_space
+from gpuwizard.facts import BootMark, FreeSpace, HostFacts
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import (
@@ -188,6 +189,9 @@ class SetupDriver:
     def events(self) -> RunEvents:
         """The run's events for one reader: its whole history first, then what is new."""
         return RunEvents(EventFollower(self.backend.state_dir / EVENTS))
+
+    def free_space(self) -> tuple[FreeSpace, ...]:
+        return read_free_space(self.backend.host())
 
     def skip(self, step_id: str) -> None:
         request_skip(self.backend.state_dir, step_id)

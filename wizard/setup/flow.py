@@ -374,7 +374,6 @@ class Exit:
 Effect = Detect | MakePlan | Prepare | Reboot | Exit
 
 ABORTED = "Install aborted. Finished steps stay done; run gpuwizard again to continue."
-REBOOT_LATER = "Reboot when ready (sudo reboot), log in again and run gpuwizard to continue."
 REBOOTING = "The machine is rebooting. Log in again and run gpuwizard to continue."
 CHANGED = "The machine changed since the plan was reviewed: choose and review again."
 
@@ -582,8 +581,8 @@ def _after_reboot_asked(stage: AwaitingReboot, answer: Answer) -> Next:
             return Looking(stage.request), (Detect(),)
         case Rebooted():
             return _exit(stage, REBOOTING, EXIT_REBOOT)
-        case RebootLater():
-            return _exit(stage, REBOOT_LATER, EXIT_REBOOT)
+        case RebootLater():  # back to the install, where the reboot waits (Enter shows it again)
+            return _stay(Installing(stage.plan, stage.selection, request=stage.request))
     return _stay(stage)
 
 

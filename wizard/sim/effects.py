@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from pathlib import Path
 
 from gpuwizard.sim.sandbox import Sandbox, SimState
@@ -62,6 +63,18 @@ def _os_release(sandbox: Sandbox, key: str) -> str:
 
 def codename(sandbox: Sandbox) -> str:
     return _os_release(sandbox, "VERSION_CODENAME")
+
+
+ARCHIVES = {"ubuntu": "http://archive.ubuntu.com/ubuntu", "debian": "http://deb.debian.org/debian"}
+
+
+def archive_hit(sandbox: Sandbox) -> str:
+    """The line ``apt-get update`` prints for the machine's own release: its archive and codename
+    from os-release (a derivative names its base in ID_LIKE), never another release's."""
+    ids = [_os_release(sandbox, "ID"), *_os_release(sandbox, "ID_LIKE").split()]
+    archive = next((ARCHIVES[i] for i in ids if i in ARCHIVES), ARCHIVES["debian"])
+    release = _os_release(sandbox, "UBUNTU_CODENAME") or codename(sandbox) or "stable"
+    return f"Hit:1 {archive} {release} InRelease"
 
 
 def uses_apt(sandbox: Sandbox) -> bool:
@@ -223,8 +236,8 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
     for pin in (a for a in args if "==" in a or a.endswith(".whl")):
         name, version, variant = wheel_or_pin(pin, local)
         tag = f"+{local}" if local and name in ("torch", "torchvision", "torchaudio") else ""
-        for old in site.glob(f"{name}-*.dist-info"):
-            old.rmdir()
+        for old in site.glob(f"{name}-*.dist-info"):  # a recorded one holds its METADATA
+            shutil.rmtree(old)
         (site / f"{name}-{version}{tag}.dist-info").mkdir()
         if name == "torch":  # what the doctor reads: torch.__version__ and torch.version.cuda
             write_torch_version(site, f"{version}{tag}", variant)

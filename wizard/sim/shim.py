@@ -131,7 +131,7 @@ def apt_get(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimStat
         return (
             state,
             [
-                "Hit:1 http://archive.ubuntu.com/ubuntu jammy InRelease",
+                effects.archive_hit(sandbox),
                 "Reading package lists... Done",
             ],
             0,

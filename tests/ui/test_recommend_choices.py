@@ -1,0 +1,87 @@
+"""The Recommend screen offers the CUDA builds that work on this machine, explains the others
+without offering them, and a chosen build reaches the core as the request's variant."""
+
+from __future__ import annotations
+
+from textual.widgets import Select
+
+from gpuwizard.recommend.result import Recommendation
+from gpuwizard.setup.flow import Decided
+from tests.ui.pilots import ViewHarness
+from tests.ui.test_benchmark import text_of
+from tests.ui.test_snapshots import recommend_view
+
+
+async def test_only_working_builds_are_offered_and_the_others_say_why() -> None:
+    view = recommend_view()
+    app = ViewHarness(view)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        tried = dict(view.tried_builds())
+        working = [v for v, r in tried.items() if isinstance(r, Recommendation)]
+        refused = [v for v, r in tried.items() if not isinstance(r, Recommendation)]
+        assert working and refused, tried  # the A100 host on focal: cu126 fits, CUDA 13 does not
+        offered = [value for _, value in view.build_options()]
+        assert offered == ["auto", *working]
+        said = text_of(app, "#builds")
+        for variant in refused:
+            assert f"{variant}: not offered:" in said and "needs driver" in said
+        select = view.query_one("#variant", Select)
+        select.value = working[0]
+        await pilot.pause()
+        assert view.choices.variant == working[0]
+        await pilot.press("c")
+        await pilot.pause()
+    decided = app.answers[-1]
+    assert isinstance(decided, Decided) and decided.request.choices.variant == working[0]
+
+
+async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
+    view = recommend_view()
+    app = ViewHarness(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.focused, Select) and app.focused.id == "torch"
+        labels = [str(label.content) for label in view.query("#choices Label")]
+        assert labels[0] == "▸ PyTorch" and not any(t.startswith("▸") for t in labels[1:])
+        await pilot.press("tab")
+        await pilot.pause()
+        labels = [str(label.content) for label in view.query("#choices Label")]
+        assert labels[1] == "▸ CUDA build" and labels[0] == "PyTorch"
+
+
+async def test_keeping_the_installed_driver_is_offered_only_where_one_is_installed() -> None:
+    from textual.widgets import SelectionList
+
+    from gpuwizard.planner import Options
+    from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.result import Choices
+    from gpuwizard.recommend.table import load_table
+    from gpuwizard.recommend.target import target_from_facts
+    from gpuwizard.screens.recommend import RecommendView
+    from gpuwizard.setup.request import SetupRequest
+    from tests.conftest import facts_of
+
+    table = load_table()
+    target = target_from_facts(facts_of("v100x4-ubuntu2204-driver535"), table)
+    assert target.driver is not None
+
+    def recompute(choices: Choices, options: Options):  # type: ignore[no-untyped-def]
+        return recommend(table, target, SetupRequest(choices, options).engine_choices)
+
+    view = RecommendView(
+        recompute(Choices(), Options()), Choices(), Options(), recompute, ["2.14.1"],
+        installed_driver=target.driver.version,
+    )  # fmt: skip
+    app = ViewHarness(view)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        extras = view.query_one("#extras", SelectionList)
+        assert str(extras.get_option_at_index(0).prompt) == f"Keep driver {target.driver.version}"
+        extras.select("keep_driver")
+        await pilot.pause()
+        assert view.choices.keep_driver
+        await pilot.press("c")
+        await pilot.pause()
+    decided = app.answers[-1]
+    assert isinstance(decided, Decided) and decided.request.choices.keep_driver
