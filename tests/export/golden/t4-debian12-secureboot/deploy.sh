@@ -17,7 +17,7 @@
 #    8. Install PyTorch 2.14.1 (cu130)
 #    9. Verify PyTorch on every GPU
 #
-# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]
+# Usage: sudo bash deploy.sh [--reboot] [--install-resume-unit] [--force]
 #   It runs the plan's steps in order: the same commands, with the same environment, as
 #   gpuwizard's own run. A finished step leaves a marker in
 #   /var/lib/gpuwizard/deploy/ and is skipped when the script runs again; delete that
@@ -27,10 +27,14 @@
 #   installs gpuwizard-deploy.service, which runs it again after each boot until every step is
 #   done, then removes itself. Exit status: 0 done, 10 reboot needed, else a step failed.
 #   Steps that had nothing to do on the machine above are left out (see the comments
-#   below): run this on the same kind of machine, made from the same image.
+#   below): run this on the same kind of machine, made from the same image. Its first run
+#   refuses, before any change, a host whose GPUs, OS, CPU architecture or loaded driver
+#   branch differ from that machine's (named below); --force (GPUWIZARD_FORCE=1) runs it anyway.
+# Made for: GPUs 1x 10de:1eb8 (1x Tesla T4), OS debian 12,
+#   CPU x86_64, loaded NVIDIA driver branch none
 # Secrets: each is asked for on the terminal (twice) unless its variable is set; it stays in
 #   the script's memory, is fed to the command on stdin and is never written anywhere:
-#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password (8-16 characters): you type it again at the blue MokManager screen on the next boot
+#   GPUWIZARD_SECRET_MOK_PASSWORD: One-time MOK password: you type it again at the blue MokManager screen on the next boot
 set -Eeuo pipefail
 # A secret given in the environment is taken into this shell's memory and removed from
 # the environment at once: no command this script runs ever inherits it.
@@ -47,6 +51,7 @@ readonly GW_UNIT_FILE="/etc/systemd/system/$GW_UNIT"
 readonly GW_INSTALLED_SCRIPT="$GW_STATE/deploy.sh"
 gw_reboot_now=0
 gw_resume_unit=0
+gw_force=0
 gw_step=''
 gw_backups=()
 
@@ -57,9 +62,10 @@ gw_die() {
 }
 
 gw_usage() {
-  gw_say "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit]" \
+  gw_say "usage: sudo bash deploy.sh [--reboot] [--install-resume-unit] [--force]" \
     "  --reboot               reboot by itself when a step needs it (or GPUWIZARD_REBOOT=1)" \
     "  --install-resume-unit  run again after each boot ($GW_UNIT) until every step is done" \
+    "  --force                run on a host unlike the one the plan was made for (or GPUWIZARD_FORCE=1)" \
     "exit status: 0 done, 10 reboot needed (then run it again), anything else: a step failed"
 }
 
@@ -78,6 +84,7 @@ gw_parse_args() {
     case $1 in
       --reboot) gw_reboot_now=1 ;;
       --install-resume-unit) gw_resume_unit=1 ;;
+      --force) gw_force=1 ;;
       -h | --help)
         gw_usage
         exit 0
@@ -87,6 +94,7 @@ gw_parse_args() {
     shift
   done
   if [[ ${GPUWIZARD_REBOOT:-} == 1 ]]; then gw_reboot_now=1; fi
+  if [[ ${GPUWIZARD_FORCE:-} == 1 ]]; then gw_force=1; fi
 }
 
 gw_start() {
@@ -94,10 +102,75 @@ gw_start() {
   if [[ $EUID -ne 0 ]]; then
     gw_die "run me as root: sudo bash $0"
   fi
+  if ! compgen -G "$GW_MARKERS/*.done" >/dev/null; then gw_check_host; fi
   mkdir -p -- "$GW_MARKERS"
   chmod 0700 -- "$GW_MARKERS"
   exec 9>>"$GW_MARKERS/.lock"
   flock -n 9 || gw_die "another deploy.sh is at work on this machine; let it finish first"
+}
+
+# gw_host_identity: this host's GPUs, OS, CPU architecture and loaded driver branch, one line
+# each, read as gpuwizard recorded them for the machine the plan was made on (hostcheck.py).
+gw_host_identity() {
+  local gw_root=""
+  (
+    gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
+    for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
+      [[ -r $gw_dev/vendor && -r $gw_dev/class && -r $gw_dev/device ]] || continue
+      read -r gw_vendor <"$gw_dev/vendor" || true
+      read -r gw_class <"$gw_dev/class" || true
+      read -r gw_device <"$gw_dev/device" || true
+      [[ $gw_vendor == 0x10de && $gw_class == 0x03* ]] || continue
+      gw_count=$((gw_count + 1))
+      gw_ids+="${gw_vendor#0x}:${gw_device#0x}"$'\n'
+    done
+    if ((gw_count > 0)); then
+      printf '%sx %s\n' "$gw_count" "$(printf '%s' "$gw_ids" | sort -u | paste -sd+ -)"
+    else
+      printf 'none\n'
+    fi
+    gw_os_id=unknown gw_os_version=unknown
+    if [[ -r $gw_root/etc/os-release ]]; then
+      while IFS='=' read -r gw_key gw_value || [[ -n $gw_key ]]; do
+        gw_value=${gw_value#[\"\']} && gw_value=${gw_value%[\"\']}
+        case $gw_key in
+          ID) gw_os_id=$gw_value ;;
+          VERSION_ID) gw_os_version=$gw_value ;;
+        esac
+      done <"$gw_root/etc/os-release"
+    fi
+    printf '%s %s\n' "${gw_os_id,,}" "${gw_os_version:-unknown}"
+    uname -m
+    gw_driver=none
+    if [[ -r $gw_root/sys/module/nvidia/version ]]; then
+      read -r gw_driver <"$gw_root/sys/module/nvidia/version" || true
+      gw_driver=${gw_driver%%.*}
+    fi
+    printf '%s\n' "${gw_driver:-none}"
+  )
+}
+
+# gw_check_host: before anything changes, refuse a host unlike the one this plan was made for,
+# naming each difference; --force (GPUWIZARD_FORCE=1) runs it anyway. Only a first run checks:
+# a later one meets what the earlier runs changed (the driver this script installed).
+gw_check_host() {
+  local -a made=("$GW_MADE_GPUS" "$GW_MADE_OS" "$GW_MADE_ARCH" "$GW_MADE_DRIVER")
+  local -a labels=(GPUs OS 'CPU architecture' 'loaded NVIDIA driver branch') here=() differ=()
+  local i joined
+  mapfile -t here < <(gw_host_identity)
+  for i in "${!made[@]}"; do
+    if [[ -n ${made[i]} && ${made[i]} != "${here[i]:-unknown}" ]]; then
+      differ+=("${labels[i]}: made for ${made[i]}, this host has ${here[i]:-unknown}")
+    fi
+  done
+  ((${#differ[@]} > 0)) || return 0
+  joined=$(printf '%s; ' "${differ[@]}")
+  if ((gw_force)); then
+    gw_say "deploy.sh: this host differs from the plan's: ${joined%; }; going on (--force)"
+    return 0
+  fi
+  gw_die "this host is not the kind the plan was made for: ${joined%; }. Nothing was changed." \
+    "Run gpuwizard on it for a plan of its own, or pass --force (GPUWIZARD_FORCE=1) to run this one anyway"
 }
 
 gw_boot_id() {
@@ -146,6 +219,33 @@ gw_begin_reboot() {
   gw_say "==> [$1/$GW_TOTAL] $3: the machine has not rebooted since this step asked for it"
 }
 
+# gw_dpkg_interrupted: a dpkg run was cut off (its journal waits in updates/, or `dpkg --audit`
+# names a package left mid-way); until it is finished every apt call fails with exit 100.
+gw_dpkg_interrupted() {
+  local audit
+  if compgen -G "/var/lib/dpkg/updates/*" >/dev/null; then return 0; fi
+  audit=$( (trap - ERR; exec -- dpkg --audit) </dev/null 2>/dev/null || true)
+  [[ -n $audit ]]
+}
+
+# gw_repair_dpkg: before an apt command that needs it (gw_run --repair), finish an interrupted
+# dpkg the way the wizard's runner does: dpkg --configure -a, then apt-get -f install when a
+# package is still left half-installed (apt waits for the lock as long as the runner's). The two
+# commands are the runner's own, written out below the helpers (gw_repair_commands).
+gw_repairing=0
+gw_repair_dpkg() {
+  ((gw_repairing == 0)) || return 0
+  gw_dpkg_interrupted || return 0
+  gw_repairing=1
+  gw_say "    dpkg was left interrupted by an earlier run; running dpkg --configure -a first"
+  gw_repair_commands configure
+  if gw_dpkg_interrupted; then
+    gw_say "    a package is still half-installed; running apt-get -f install"
+    gw_repair_commands fix
+  fi
+  gw_repairing=0
+}
+
 gw_show() {
   local arg
   local -a shown=()
@@ -155,13 +255,14 @@ gw_show() {
   gw_say "    \$ ${shown[*]}"
 }
 
-# gw_run [--ok 'CODES'] [--stdin] [--retry] [NAME=VALUE...] -- PROGRAM [ARG...]: one planned
-# command, with exactly its own environment added; it succeeds when its exit status is one of
-# CODES (default 0). Its stdin is /dev/null unless --stdin: a prompt nobody foresaw fails the step
-# instead of hanging. --retry (apt-get update, which another apt's lists lock can fail) tries again
-# after 2, 4, 8, 16 and 32 s, as the runner does.
+# gw_run [--ok 'CODES'] [--stdin] [--retry] [--repair] [NAME=VALUE...] -- PROGRAM [ARG...]: one
+# planned command, with exactly its own environment added; it succeeds when its exit status is
+# one of CODES (default 0). Its stdin is /dev/null unless --stdin: a prompt nobody foresaw fails
+# the step instead of hanging. --retry (apt-get update, which another apt's lists lock can fail)
+# tries again after 2, 4, 8, 16 and 32 s, as the runner does. --repair (apt-get update, install,
+# upgrade) first finishes a dpkg an earlier run left interrupted, as the runner does.
 gw_run() {
-  local ok=0 stdin=/dev/null retries=0 attempt=0 status assignment
+  local ok=0 stdin=/dev/null retries=0 attempt=0 repair=0 status assignment
   local -a assignments=()
   while [[ $1 != -- ]]; do
     case $1 in
@@ -171,11 +272,13 @@ gw_run() {
         ;;
       --stdin) stdin=/dev/stdin ;;
       --retry) retries=5 ;;
+      --repair) repair=1 ;;
       *) assignments+=("$1") ;;
     esac
     shift
   done
   shift
+  ((repair == 0)) || gw_repair_dpkg
   gw_show "$@"
   while true; do
     status=0
@@ -591,12 +694,30 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 GW_PY
 
+gw_repair_commands() {
+  case $1 in
+    configure)
+      gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+          NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- dpkg --force-confdef --force-confold \
+          --configure -a
+      ;;
+    fix)
+      gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+          NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y --no-remove -o \
+          DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+          -f install
+      ;;
+  esac
+}
+
 readonly GW_TOTAL=9
+readonly GW_MADE_GPUS='1x 10de:1eb8' GW_MADE_OS='debian 12'
+readonly GW_MADE_ARCH=x86_64 GW_MADE_DRIVER=none
 gw_start "$@"
 gw_secret_mok_password=''
 if ! { gw_is_done enroll-mok; }; then
   gw_read_secret gw_secret_mok_password gw_env_mok_password GPUWIZARD_SECRET_MOK_PASSWORD \
-      'One-time MOK password (8-16 characters): you type it again at the blue MokManager screen on the next boot'
+      'One-time MOK password: you type it again at the blue MokManager screen on the next boot'
 fi
 
 # --- wait-cloud-init: Wait for cloud-init to finish: nothing to do on the machine this was planned on
@@ -611,9 +732,9 @@ fi
 # The driver's kernel module is compiled on this machine (DKMS) against the kernel headers; without
 # headers for the kernel that boots next, the next boot has no driver.
 if gw_begin 1 install-headers 'Install kernel headers'; then
-  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-57-cloud-amd64
@@ -648,7 +769,7 @@ if gw_begin 3 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
   gw_write /etc/apt/sources.list.d/cuda-debian12-x86_64.list 0644 <<'GPUWIZARD_EOF'
 deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /
 GPUWIZARD_EOF
-  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_done add-cuda-repo
 fi
@@ -659,9 +780,9 @@ fi
 # linux-headers-amd64, the headers of another kernel flavour, and DKMS would then build the module
 # twice, once for a kernel that is not even installed.
 if gw_begin 4 install-nvidia-driver 'Install the NVIDIA driver'; then
-  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 --no-install-recommends install nvidia-driver-pinning-580 \
@@ -689,9 +810,9 @@ fi
 # python3.11-venv is installed first where it is missing: without it python3 -m venv fails half-way
 # on a minimal Debian or Ubuntu.
 if gw_begin 7 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
-  gw_run --retry DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_run DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install python3.11-venv
@@ -800,6 +921,19 @@ def boot_id() -> str | None:
         return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
     except OSError:
         return None
+
+
+def btime() -> int | None:
+    """When this boot began (/proc/stat): tells the boot where the boot_id cannot be read."""
+    try:
+        lines = Path("/proc/stat").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split()
+        if len(words) == 2 and words[0] == "btime" and words[1].isdigit():
+            return int(words[1])
+    return None
 
 
 def covered(major: int, minor: int, arch_list: list[str]) -> bool:
@@ -911,6 +1045,7 @@ def main(argv: list[str]) -> int:
         "env": env,
         "torch": version,
         "boot_id": boot_id(),
+        "btime": btime(),
         "ok": not problems,
         "devices": devices,
         "problems": problems,
