@@ -57,6 +57,7 @@ class SecretScreen(ModalScreen[str | None]):
     @on(Input.Submitted, "#secret")
     def submit(self, event: Input.Submitted) -> None:
         if self.mok:
+            self.query_one("#secret-error", Static).update(plain("Now the same again, to confirm"))
             self.query_one("#secret-again", Input).focus()
             return
         value = event.value

@@ -30,6 +30,7 @@ FLOW_S = 360
 
 # (what shows, the key it takes), first match wins: a later stage's screen before an earlier one's
 STEPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("Now the same again, to confirm",), (MOK_PASSWORD, "Enter")),
     (("One-time MOK password",), (MOK_PASSWORD, "Enter")),
     (("Folder to write to",), ("c",)),
     (("r Run again",), ("Enter",)),
