@@ -54,9 +54,13 @@ def _boot(facts: HostFacts, **changes: Any) -> HostFacts:
     return dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, **changes))
 
 
+PROFILES_THEN = [p for p in PROFILES if p != "t4-debian12-secureboot"]
+"""The recorded hosts 735d5b5 had (t4-debian12-secureboot came later, with schema 2)."""
+
+
 def _cases() -> Iterator[tuple[str, tuple[Selection, Plan]]]:
     """The cases the fixture was made from, by the same names (keep the two in step)."""
-    for profile in PROFILES:
+    for profile in PROFILES_THEN:
         yield profile, _plan(facts_of(profile), Options())
         yield f"{profile}-all-options", _plan(facts_of(profile), ALL_OPTIONS)
     secure = _boot(facts_of("t4-debian12-fresh"), secure_boot="enabled")
@@ -72,6 +76,24 @@ def cases() -> dict[str, tuple[Selection, Plan]]:
 
 
 RUNS, RECORDED = recorded_runs()
+MEANT_SINCE = {
+    # b1b1cea (issue 14): mokutil --import takes 1-256 characters; 8-16 is --password's rule.
+    "One-time MOK password (8-16 characters): you type it again at the blue MokManager screen "
+    "on the next boot": "One-time MOK password: you type it again at the blue MokManager screen "
+    "on the next boot",
+}
+"""Texts of the recorded runs that later commits changed on purpose: the commands stay the same."""
+
+
+def _as_meant_now(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _as_meant_now(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_meant_now(item) for item in value]
+    return MEANT_SINCE.get(value, value) if isinstance(value, str) else value
+
+
+RUNS = [_as_meant_now(run) for run in RUNS]
 
 
 def recorded_v1_plan(name: str) -> dict[str, Any]:
