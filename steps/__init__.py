@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuwizard.facts import HostFacts, NvmlUnavailable
+from gpuwizard.kernels import headers_gone
 from gpuwizard.plan import SCHEMA, Plan
 from gpuwizard.selection import Selection
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
@@ -36,7 +37,6 @@ from gpuwizard.steps.install_headers import InstallHeaders
 from gpuwizard.steps.install_nvidia_driver import InstallNvidiaDriver
 from gpuwizard.steps.install_python import InstallPython
 from gpuwizard.steps.install_torch import InstallTorch
-from gpuwizard.steps.kernels import headers_gone
 from gpuwizard.steps.load_nvidia_driver import LoadNvidiaDriver, reboot_needed_for
 from gpuwizard.steps.reboot import Reboot, driver_pending
 from gpuwizard.steps.remove_runfile_driver import RemoveRunfileDriver

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.kernels import next_boot_kernel
 from gpuwizard.ops import DnfModuleEnable, DnfVersionLock
 from gpuwizard.plan import Action, Target
 from gpuwizard.selection import DriverChoice
 from gpuwizard.steps.base import Check, apt_install, install_packages, missing
-from gpuwizard.steps.kernels import next_boot_kernel
 
 SOURCES = {
     "ubuntu-archive": "Ubuntu's archive",

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.kernels import headers_gone
 from gpuwizard.ops import Command
 from gpuwizard.plan import Action, Target
 from gpuwizard.selection import Selection
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
-from gpuwizard.steps.kernels import headers_gone
 from gpuwizard.steps.upgrade_kernel import kernel_pending
 
 MODULES = ("nvidia", "nvidia_uvm")

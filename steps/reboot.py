@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from gpuwizard import ops
 from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.kernels import next_boot_kernel
 from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
-from gpuwizard.steps.kernels import next_boot_kernel
 
 Condition = Callable[[HostFacts], "list[str]"]
 

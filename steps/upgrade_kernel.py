@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.facts import HostFacts
+from gpuwizard.kernels import headers_gone, next_boot_kernel
 from gpuwizard.ops import AptUpgrade, DnfUpgrade
 from gpuwizard.plan import Action, Target
 from gpuwizard.steps.base import Check, apt_install, apt_update
-from gpuwizard.steps.kernels import headers_gone, next_boot_kernel
 
 
 def kernel_pending(facts: HostFacts) -> bool:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from gpuwizard import gpus
 from gpuwizard.facts import HostFacts, NvmlOk, SecureBootState
 from gpuwizard.gpus import GpuModel
+from gpuwizard.kernels import headers_gone
 from gpuwizard.recommend.table import CompatTable, Flavor, OsRelease
-from gpuwizard.steps.kernels import headers_gone
 from gpuwizard.version import Version, is_version
 
 
