@@ -423,8 +423,8 @@ def tui_backend(
 ) -> Callable[[], Backend]:
     """How to make the machine the wizard drives: the named profile; else this machine when it
     has an NVIDIA GPU (as root); else the default simulated server, said before the TUI starts
-    (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend itself (runner,
-    journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
+    (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend
+    itself (runner, journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
     if args.simulate is None and (has_gpu or has_nvidia_gpu)():
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
