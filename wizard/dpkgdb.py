@@ -18,8 +18,9 @@ it could fold it into the status file (apt then says "dpkg was interrupted").
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 STATUS = "/var/lib/dpkg/status"
@@ -29,7 +30,6 @@ STATUS_MAX_BYTES = 64 << 20  # a server with 5000 packages has about 5 MiB
 UNFINISHED = frozenset(
     {"half-installed", "unpacked", "half-configured", "triggers-awaited", "triggers-pending"}
 )
-_FIELD = re.compile(r"^(Package|Version|Status):[ \t]*(.*)$", re.MULTILINE)
 _JOURNAL = re.compile(r"^\d+$")
 
 
@@ -64,11 +64,8 @@ class DpkgDatabase:
 
     def installed(self, patterns: Sequence[str]) -> tuple[tuple[str, str], ...]:
         """(name, version) of installed packages matching any shell pattern, by name."""
-        found = {
-            (e.name, e.version)
-            for e in self.entries
-            if e.installed and any(fnmatch.fnmatchcase(e.name, p) for p in patterns)
-        }
+        matches = _any_of(tuple(patterns))
+        found = {(e.name, e.version) for e in self.entries if e.installed and matches(e.name)}
         return tuple(sorted(found))
 
     @property
@@ -81,20 +78,36 @@ class DpkgDatabase:
         return self.journal_pending or any(e.unfinished for e in self.entries)
 
 
+@functools.cache
+def _any_of(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """One compiled test for several shell patterns (a thousand packages, a dozen patterns)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)").match
+
+
 def parse_status(text: str) -> tuple[Entry, ...]:
     """The stanzas of a status file; a stanza without Package or Status is skipped."""
     entries = []
     for stanza in text.split("\n\n"):
-        fields = dict(_FIELD.findall(stanza))
-        words = fields.get("Status", "").split()
-        if "Package" in fields and len(words) == 3:
+        name, words = _field(stanza, "Package"), (_field(stanza, "Status") or "").split()
+        if name is not None and len(words) == 3:
             want, flag, state = words
-            entries.append(
-                Entry(
-                    fields["Package"].strip(), fields.get("Version", "").strip(), want, flag, state
-                )
-            )
+            entries.append(Entry(name, _field(stanza, "Version") or "", want, flag, state))
     return tuple(entries)
+
+
+def _field(stanza: str, name: str) -> str | None:
+    """A field's one-line value. Found with str.find, not a regular expression: a stanza's
+    Description is most of its text, and a server has thousands of stanzas."""
+    head = f"{name}:"
+    if stanza.startswith((head, f"\n{head}")):
+        start = stanza.find(head) + len(head)
+    else:
+        at = stanza.find(f"\n{head}")
+        if at < 0:
+            return None
+        start = at + 1 + len(head)
+    end = stanza.find("\n", start)
+    return stanza[start : None if end < 0 else end].strip()
 
 
 def database(status_text: str, update_names: Iterable[str]) -> DpkgDatabase:

@@ -9,8 +9,10 @@ the root is refused. Commands are argv lists, never a shell, run with ``LC_ALL=C
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -51,33 +53,66 @@ class HostPathError(ValueError):
     """A path that is not absolute, or that would escape the host root."""
 
 
+Finish = Callable[[float], Output]
+"""Waits (at most the given seconds) for a command started earlier, and returns its output."""
+
+
 class SubprocessRunner:
     """Runs read-only probes on the real machine."""
 
     def __call__(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> Output:
+        return self.start(argv)(timeout_s)
+
+    def start(self, argv: Sequence[str]) -> Finish:
+        """Start a probe now and wait for it later: probes started together run side by side."""
         import subprocess  # only real machines run commands; replays never need the import
 
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 list(argv),
-                capture_output=True,
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env=command_env(),
-                timeout=timeout_s,
-                check=False,
             )
         except FileNotFoundError:
-            return Output(MISSING_TOOL, "")
+            missing = Output(MISSING_TOOL, "")
+            return lambda _timeout_s: missing
         except PermissionError as error:
-            return Output(126, "", str(error))
-        except subprocess.TimeoutExpired as expired:
-            partial = expired.stdout.decode("utf-8", "replace") if expired.stdout else ""
-            return Output(TIMED_OUT, partial, f"timed out after {timeout_s:g} s")
-        return Output(
-            done.returncode,
-            done.stdout.decode("utf-8", "replace"),
-            done.stderr.decode("utf-8", "replace"),
-        )
+            denied = Output(126, "", str(error))
+            return lambda _timeout_s: denied
+
+        def finish(timeout_s: float) -> Output:
+            try:
+                stdout, stderr = process.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                stdout, _ = process.communicate()
+                return Output(TIMED_OUT, _text(stdout), f"timed out after {timeout_s:g} s")
+            return Output(process.returncode, _text(stdout), _text(stderr))
+
+        return finish
+
+
+def _text(data: bytes | None) -> str:
+    return data.decode("utf-8", "replace") if data else ""
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """A runner that answers some commands from runs started earlier, and the rest itself."""
+
+    runner: CommandRunner
+    started: dict[tuple[str, ...], Finish]
+
+    def __call__(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> Output:
+        finish = self.started.pop(tuple(argv), None)
+        return finish(timeout_s) if finish else self.runner(argv, timeout_s=timeout_s)
+
+    def finish_the_rest(self) -> None:
+        """Wait for the runs nobody asked for, so that none outlives the reading."""
+        while self.started:
+            self.started.popitem()[1](10.0)
 
 
 def _is_dir(path: Path) -> bool:
@@ -98,6 +133,21 @@ class Host:
     """Symlinks of a recorded host (absolute path -> target), which wheels cannot carry."""
     empty_dirs: frozenset[str] = frozenset()
     """Empty directories of a recorded host, which git and wheels cannot carry."""
+
+    @contextlib.contextmanager
+    def probing(self, commands: Iterable[Sequence[str]]) -> Iterator[Host]:
+        """This host, with commands a reader is about to ask all started at once (a real machine's
+        probes then cost the slowest one, not their sum); a host whose runner cannot start
+        commands early (a recording, a replay) is itself."""
+        start = getattr(self.run, "start", None)
+        if start is None:
+            yield self
+            return
+        runner = Prefetched(self.run, {tuple(argv): start(argv) for argv in commands})
+        try:
+            yield dataclasses.replace(self, run=runner)
+        finally:
+            runner.finish_the_rest()
 
     def path(self, absolute: str) -> Path:
         if not absolute.startswith("/"):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +43,20 @@ def test_detect_json_is_one_valid_json_object(tmp_path: Path, this_host: dict[st
     assert set(data) == {"schema", "facts", "findings"}
     assert data["facts"]["os"] == this_host["os"]
     assert data["facts"]["platform"]["arch"] == os.uname().machine
+
+
+def test_detect_stays_light_on_this_machine() -> None:
+    """detect loads neither the TUI, torch, the solver nor a YAML parser (compat.json compiled)."""
+    heavy = ("textual", "torch", "yaml", "gpuwizard.app", "gpuwizard.recommend.engine")
+    code = (
+        "import sys, io, contextlib\n"
+        "from gpuwizard.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['detect', '--json'])\n"
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []
 
 
 def test_recommend_answers_or_says_there_is_no_gpu(tmp_path: Path, has_gpu: bool) -> None:

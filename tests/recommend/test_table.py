@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 
 import pytest
 import yaml
 
-from gpuwizard.recommend.table import CompatTableError, parse_table
+from gpuwizard.recommend.table import (
+    CompatTableError,
+    compile_table,
+    compiled_table,
+    load_table,
+    parse_table,
+)
 
 
 def shipped_text() -> str:
@@ -18,6 +25,36 @@ def edited(change) -> str:
     data = yaml.safe_load(shipped_text())
     change(data)
     return yaml.safe_dump(data)
+
+
+def shipped_compiled() -> str:
+    return resources.files("gpuwizard.recommend").joinpath("compat.json").read_text("utf-8")
+
+
+def test_the_compiled_copy_is_current() -> None:
+    assert shipped_compiled() == compile_table(shipped_text()), (
+        "compat.json is stale: run python tools/compile_compat.py"
+    )
+
+
+def test_the_compiled_copy_is_the_same_table_and_is_what_loads() -> None:
+    compiled = compiled_table(shipped_compiled(), shipped_text())
+    assert compiled is not None
+    assert compiled == parse_table(shipped_text()) == load_table()
+
+
+def test_a_compiled_copy_of_another_text_is_never_used() -> None:
+    edited_text = shipped_text().replace('reviewed: "2026-12-03"', 'reviewed: "2026-12-04"')
+    assert edited_text != shipped_text()
+    assert compiled_table(shipped_compiled(), edited_text) is None
+    assert compiled_table('{"table": {}}', shipped_text()) is None  # no stamp, no use
+
+
+def test_a_compiled_copy_is_checked_like_the_yaml() -> None:
+    data = json.loads(shipped_compiled())
+    data["table"]["torch_releases"][0]["default"] = "cu999"
+    with pytest.raises(CompatTableError, match="default is not one of its variants"):
+        compiled_table(json.dumps(data), shipped_text())
 
 
 def test_the_shipped_table_is_valid_and_dated(table):

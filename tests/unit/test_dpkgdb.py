@@ -107,3 +107,16 @@ def test_a_capture_keeps_every_stanza_detection_reads(given_entries: list[Entry]
     assert kept.installed(patterns) == full.installed(patterns)
     assert kept.held == full.held and kept.interrupted == full.interrupted
     assert len(kept.entries) <= len(full.entries)
+
+
+def test_fields_are_found_whatever_their_order_and_never_inside_another_field() -> None:
+    text = (
+        "Status: install ok installed\nConfig-Version: 9\nPackage: late-name\n"
+        "Description: x\n Version: 7 (a continuation line)\nVersion: 1.2\n\n\n"
+        "Package: no-status\nVersion: 3\n\n"
+        "Package: first\nStatus: hold ok installed\n"
+    )
+    assert parse_status(text) == (
+        Entry("late-name", "1.2", "install", "ok", "installed"),
+        Entry("first", "", "hold", "ok", "installed"),
+    )

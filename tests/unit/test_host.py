@@ -81,3 +81,46 @@ def test_a_timed_out_command_keeps_what_it_printed_first():
     out = SubprocessRunner()([sys.executable, "-c", slow], timeout_s=1)
     assert out.returncode == 124
     assert out.stdout == "half done\n" and out.stderr == "timed out after 1 s"
+
+
+def test_probes_started_together_answer_from_their_own_run(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # Each probe waits until both have started: run one after the other, they would time out.
+    probe = [
+        sys.executable,
+        "-c",
+        "import pathlib, sys, time; d = pathlib.Path(sys.argv[1]); (d / sys.argv[2]).touch()\n"
+        "while len(list(d.iterdir())) < 2: time.sleep(0.01)\n"
+        "print(sys.argv[2])",
+        str(marks),
+    ]
+    host = Host(root=tmp_path, run=SubprocessRunner(), nvml=lambda: NvmlUnavailable("none"))
+    with host.probing([[*probe, "a"], [*probe, "b"]]) as probed:
+        assert probed.run([*probe, "a"], timeout_s=30).stdout == "a\n"
+        assert probed.run([*probe, "b"], timeout_s=30).stdout == "b\n"
+        assert probed.run(["true"]).returncode == 0  # not started early: run when asked
+
+
+def test_a_probe_nobody_asks_for_is_waited_for_when_the_reading_ends(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    late = [
+        sys.executable,
+        "-c",
+        f"import time, pathlib; time.sleep(0.3); pathlib.Path({str(done)!r}).touch()",
+    ]
+    host = Host(root=tmp_path, run=SubprocessRunner(), nvml=lambda: NvmlUnavailable("none"))
+    with host.probing([late]):
+        pass
+    assert done.exists()
+
+
+def test_a_recorded_host_is_probed_one_command_at_a_time(tmp_path: Path) -> None:
+    host = make_host(tmp_path)
+    with host.probing([["uname", "-m"]]) as probed:
+        assert probed is host
+
+
+def test_a_started_probe_times_out_like_a_run_one(tmp_path: Path) -> None:
+    out = SubprocessRunner().start(["sleep", "5"])(0.2)
+    assert out.returncode == 124 and "timed out after 0.2 s" in out.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuwizard import gpus
-from gpuwizard.detect import installs, kernel, os_release, pci, platform, system
+from gpuwizard.detect import config, installs, kernel, os_release, pci, platform, system
 from gpuwizard.detect.installs import read_dpkg
 from gpuwizard.detect.nvml import probe_nvml
 from gpuwizard.dpkgdb import DpkgDatabase
@@ -93,8 +93,26 @@ def detect_hardware(host: Host, nvml: Nvml) -> tuple[Hardware, str]:
     return hardware, pci_ids_version
 
 
+def probes(host: Host) -> tuple[tuple[str, ...], ...]:
+    """The commands every detection asks, whatever the machine: started together."""
+    return (
+        system.df_command(host),
+        config.SERVICES_COMMAND,
+        platform.UNAME_COMMAND,
+        platform.CONTAINER_COMMAND,
+        platform.VM_COMMAND,
+        platform.CLOUD_INIT_COMMAND,
+        kernel.SECURE_BOOT_COMMAND,
+    )
+
+
 def detect_host(host: Host) -> HostFacts:
     """Gather every fact gpuwizard uses. Never raises for a missing file or tool."""
+    with host.probing(probes(host)) as probed:
+        return _detect(probed)
+
+
+def _detect(host: Host) -> HostFacts:
     os = os_release.read_os(host)
     family = os_family(os)
     dpkg = read_dpkg(host) if family == "debian" else None  # read once: packages, holds, audit

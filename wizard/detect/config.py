@@ -70,8 +70,11 @@ def parse_is_enabled(units: tuple[str, ...], output: str) -> tuple[str, ...]:
     return tuple(unit for unit, state in zip(units, states, strict=False) if state == "enabled")
 
 
+SERVICES_COMMAND = ("systemctl", "is-enabled", *MANAGED_SERVICES)
+
+
 def read_services_enabled(host: Host) -> tuple[str, ...]:
-    out = host.run(["systemctl", "is-enabled", *MANAGED_SERVICES])
+    out = host.run(SERVICES_COMMAND)
     return () if out.returncode == MISSING_TOOL else parse_is_enabled(MANAGED_SERVICES, out.stdout)
 
 

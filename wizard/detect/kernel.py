@@ -52,8 +52,11 @@ def parse_efi_secure_boot(data: bytes) -> SecureBootState:
     return "enabled" if data[4] == 1 else "disabled"
 
 
+SECURE_BOOT_COMMAND = ("mokutil", "--sb-state")
+
+
 def read_secure_boot(host: Host) -> SecureBootState:
-    out = host.run(["mokutil", "--sb-state"])
+    out = host.run(SECURE_BOOT_COMMAND)
     if out.returncode != MISSING_TOOL:
         state = parse_mokutil_sb_state(out.stdout + out.stderr)
         if state != "unknown":

@@ -33,23 +33,29 @@ def read_boot_mark(host: Host) -> BootMark:
     return BootMark(parse_boot_id(host.read_text(BOOT_ID)), parse_btime(host.read_text(PROC_STAT)))
 
 
-def _detect_virt(host: Host, flag: str) -> str | None:
-    out = host.run(["systemd-detect-virt", flag])
+UNAME_COMMAND = ("uname", "-m")
+CONTAINER_COMMAND = ("systemd-detect-virt", "--container")
+VM_COMMAND = ("systemd-detect-virt", "--vm")
+CLOUD_INIT_COMMAND = ("cloud-init", "status")
+
+
+def _detect_virt(host: Host, command: tuple[str, ...]) -> str | None:
+    out = host.run(command)
     value = out.stdout.strip()
     return value if out.returncode == 0 and value and value != "none" else None
 
 
 def read_platform(host: Host, kernel_release: str) -> Platform:
-    arch = host.run(["uname", "-m"]).stdout.strip() or "unknown"
+    arch = host.run(UNAME_COMMAND).stdout.strip() or "unknown"
     wsl = "microsoft" in kernel_release.lower() or host.exists("/usr/lib/wsl/lib")
-    container = _detect_virt(host, "--container")
+    container = _detect_virt(host, CONTAINER_COMMAND)
     if container is None and (host.exists("/.dockerenv") or host.exists("/run/.containerenv")):
         container = "docker" if host.exists("/.dockerenv") else "podman"
     if container == "wsl":
         container = None
     return Platform(
         arch=arch,
-        virtualization=_detect_virt(host, "--vm"),
+        virtualization=_detect_virt(host, VM_COMMAND),
         container=container,
         wsl=wsl,
     )
@@ -73,7 +79,7 @@ def parse_cloud_init_status(returncode: int, output: str) -> CloudInitState:
 
 
 def read_cloud_init(host: Host) -> CloudInitState:
-    out = host.run(["cloud-init", "status"])
+    out = host.run(CLOUD_INIT_COMMAND)
     return parse_cloud_init_status(out.returncode, out.stdout)
 
 

@@ -54,9 +54,12 @@ def read_disks(host: Host) -> tuple[Disk, ...]:
     return tuple(disks)
 
 
+def df_command(host: Host) -> tuple[str, ...]:
+    return ("df", "-P", "-B1", *(p for p in FREE_SPACE_PATHS if host.is_dir(p)))
+
+
 def read_free_space(host: Host) -> tuple[FreeSpace, ...]:
-    paths = [p for p in FREE_SPACE_PATHS if host.is_dir(p)]
-    out = host.run(["df", "-P", "-B1", *paths])
+    out = host.run(df_command(host))
     return parse_df(out.stdout) if out.stdout else ()
 
 

@@ -4,20 +4,26 @@ Validation happens once, at load: types (through the strict codec), then meaning
 has an address and the date it was checked, every row cites sources that exist, versions look
 like versions, the CUDA builds a release names and the build rows agree both ways (per platform),
 every branch an OS offers is a known branch. A bad row raises ``CompatTableError`` naming the
-row, so it fails the tests instead of a user's install. This module reads only its own file.
+row, so it fails the tests instead of a user's install. This module reads only its own files.
+
+compat.yaml is for people (comments, sources beside the rows); compat.json beside it is the same
+table compiled for the machine (``tools/compile_compat.py``), stamped with the SHA-256 of the YAML
+it came from. Loading prefers it when the stamp matches: no YAML parser on the way (PyYAML's
+import alone costs `detect` about 20 ms), and a stale or missing compiled copy is never used, so
+an edit to compat.yaml takes effect at once and a test says to compile again.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
-from gpuwizard.codec import CodecError, from_jsonable
+from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.version import Version, is_cuda_variant, variant_cuda
 
 DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
@@ -365,6 +371,8 @@ def validate(table: CompatTable) -> CompatTable:
 
 
 def parse_table(text: str) -> CompatTable:
+    import yaml  # only when the compiled copy is stale or missing, and for the checks
+
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
@@ -376,8 +384,34 @@ def parse_table(text: str) -> CompatTable:
     return validate(table)
 
 
+def source_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def compile_table(text: str) -> str:
+    """The compiled form of compat.yaml's text: its validated data, stamped with the text's digest."""
+    data = {"compiled_from_sha256": source_digest(text), "table": to_jsonable(parse_table(text))}
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def compiled_table(compiled: str, text: str) -> CompatTable | None:
+    """The table from its compiled form, or None when that was compiled from another text."""
+    data = json.loads(compiled)
+    if not isinstance(data, dict) or data.get("compiled_from_sha256") != source_digest(text):
+        return None
+    try:
+        return validate(from_jsonable(CompatTable, data.get("table"), "compat.json"))
+    except CodecError as error:
+        raise CompatTableError(str(error)) from None
+
+
 @functools.cache
 def load_table() -> CompatTable:
-    """The shipped table, parsed and validated once per process."""
-    text = Path(__file__).with_name("compat.yaml").read_text(encoding="utf-8")
-    return parse_table(text)
+    """The shipped table, validated once per process: compiled when that copy is current."""
+    here = Path(__file__)
+    text = here.with_name("compat.yaml").read_text(encoding="utf-8")
+    try:
+        compiled = here.with_name("compat.json").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return parse_table(text)
+    return compiled_table(compiled, text) or parse_table(text)
