@@ -49,7 +49,11 @@ def to_jsonable(value: object) -> Any:
 
 def from_jsonable(tp: type[T], data: object, path: str = "") -> T:
     """Build a value of type ``tp`` from JSON-ready ``data``, checking every field."""
-    return typing.cast(T, _decode(tp, data, path or "$"))
+    return typing.cast(T, _decoder(typing.cast(Any, tp))(data, path or "$"))
+
+
+Decoder = typing.Callable[[object, str], object]
+"""Checks and converts one value of a type, given the path to it for the message."""
 
 
 @functools.cache
@@ -73,30 +77,47 @@ def _describe(data: object) -> str:
     return type(data).__name__
 
 
-def _decode(tp: Any, data: object, path: str) -> object:
+@functools.cache
+def _decoder(tp: Any) -> Decoder:
+    """The decoder of a type, worked out once per type: a table or a journal decodes thousands
+    of values of a few dozen types, and deciding what each type is dominated the cost."""
     origin = get_origin(tp)
     if tp is Any:
-        return data
+        return lambda data, _path: data
     if origin is typing.Literal:
-        if data not in get_args(tp):
-            allowed = ", ".join(repr(a) for a in get_args(tp))
-            raise CodecError(f"{path}: expected one of {allowed}, got {data!r}")
-        return data
+        return _literal_decoder(get_args(tp))
     if origin is typing.Union or origin is types.UnionType:
-        return _decode_union(tp, data, path)
+        return _union_decoder(get_args(tp))
     if origin in (tuple, list, typing.Sequence) or tp in (tuple, list):
-        return _decode_sequence(tp, data, path)
+        return _sequence_decoder(get_args(tp))
     if origin in (dict, Mapping) or origin is typing.Mapping:
-        return _decode_mapping(tp, data, path)
+        return _mapping_decoder(get_args(tp))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _decode_dataclass(tp, data, path)
+        return _dataclass_decoder(tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_decoder(tp)
+    return _scalar_decoder(tp)
+
+
+def _literal_decoder(allowed: tuple[object, ...]) -> Decoder:
+    def decode(data: object, path: str) -> object:
+        if data not in allowed:
+            listed = ", ".join(repr(a) for a in allowed)
+            raise CodecError(f"{path}: expected one of {listed}, got {data!r}")
+        return data
+
+    return decode
+
+
+def _enum_decoder(tp: type[enum.Enum]) -> Decoder:
+    def decode(data: object, path: str) -> object:
         try:
             return tp(data)
         except ValueError:
             allowed = ", ".join(repr(m.value) for m in tp)
             raise CodecError(f"{path}: expected one of {allowed}, got {data!r}") from None
-    return _decode_scalar(tp, data, path)
+
+    return decode
 
 
 def _is_int(data: object) -> bool:
@@ -117,77 +138,136 @@ _SCALARS: dict[object, tuple[typing.Callable[[object], bool], str]] = {
 }
 
 
-def _decode_scalar(tp: Any, data: object, path: str) -> object:
+def _scalar_decoder(tp: Any) -> Decoder:
     if tp not in _SCALARS:
-        raise CodecError(f"{path}: unsupported type {tp!r}")
+
+        def unsupported(_data: object, path: str) -> object:
+            raise CodecError(f"{path}: unsupported type {tp!r}")
+
+        return unsupported
     accepts, expected = _SCALARS[tp]
-    if not accepts(data):
-        hint = " (quote it: versions are strings)" if tp is str and isinstance(data, float) else ""
-        raise CodecError(f"{path}: expected {expected}, got {_describe(data)}{hint}")
-    return float(typing.cast(float, data)) if tp is float else data
+
+    def decode(data: object, path: str) -> object:
+        if not accepts(data):
+            hint = (
+                " (quote it: versions are strings)" if tp is str and isinstance(data, float) else ""
+            )
+            raise CodecError(f"{path}: expected {expected}, got {_describe(data)}{hint}")
+        return float(typing.cast(float, data)) if tp is float else data
+
+    return decode
 
 
-def _decode_union(tp: Any, data: object, path: str) -> object:
-    members = get_args(tp)
-    if data is None and type(None) in members:
-        return None
-    classes = [m for m in members if isinstance(m, type) and dataclasses.is_dataclass(m)]
-    if classes and isinstance(data, Mapping) and "kind" in data:
-        kinds = {getattr(cls, "KIND", None): cls for cls in classes}
-        cls = kinds.get(data["kind"])
-        if cls is None:
-            allowed = ", ".join(repr(k) for k in kinds if k)
-            raise CodecError(f"{path}.kind: expected one of {allowed}, got {data['kind']!r}")
-        return _decode_dataclass(cls, data, path)
-    errors = []
-    for member in members:
-        if member is type(None):
-            continue
-        try:
-            return _decode(member, data, path)
-        except CodecError as error:
-            errors.append(str(error))
-    raise CodecError(errors[0] if len(errors) == 1 else f"{path}: no variant matches ({errors[0]})")
+def _union_decoder(members: tuple[Any, ...]) -> Decoder:
+    optional = type(None) in members
+    kinds = {
+        getattr(m, "KIND", None): m
+        for m in members
+        if isinstance(m, type) and dataclasses.is_dataclass(m)
+    }
+    others = [m for m in members if m is not type(None)]
+
+    def decode(data: object, path: str) -> object:
+        if data is None and optional:
+            return None
+        if kinds and isinstance(data, Mapping) and "kind" in data:
+            cls = kinds.get(data["kind"])
+            if cls is None:
+                allowed = ", ".join(repr(k) for k in kinds if k)
+                raise CodecError(f"{path}.kind: expected one of {allowed}, got {data['kind']!r}")
+            return _decoder(cls)(data, path)
+        errors = []
+        for member in others:
+            try:
+                return _decoder(member)(data, path)
+            except CodecError as error:
+                errors.append(str(error))
+        raise CodecError(
+            errors[0] if len(errors) == 1 else f"{path}: no variant matches ({errors[0]})"
+        )
+
+    return decode
 
 
-def _decode_sequence(tp: Any, data: object, path: str) -> tuple[object, ...]:
-    if not isinstance(data, (list, tuple)):
-        raise CodecError(f"{path}: expected a list, got {_describe(data)}")
-    args = get_args(tp)
+def _sequence_decoder(args: tuple[Any, ...]) -> Decoder:
+    def as_list(data: object, path: str) -> list[object] | tuple[object, ...]:
+        if not isinstance(data, (list, tuple)):
+            raise CodecError(f"{path}: expected a list, got {_describe(data)}")
+        return data
+
     if (len(args) == 2 and args[1] is Ellipsis) or len(args) == 1:
-        return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(data))
+        item = args[0]
+
+        def homogeneous(data: object, path: str) -> object:
+            decode = _decoder(item)
+            return tuple(decode(x, f"{path}[{i}]") for i, x in enumerate(as_list(data, path)))
+
+        return homogeneous
     if not args:
-        return tuple(data)
-    if len(args) != len(data):
-        raise CodecError(f"{path}: expected {len(args)} items, got {len(data)}")
-    return tuple(
-        _decode(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, data, strict=True))
-    )
+        return lambda data, path: tuple(as_list(data, path))
+
+    def fixed(data: object, path: str) -> object:
+        items = as_list(data, path)
+        if len(args) != len(items):
+            raise CodecError(f"{path}: expected {len(args)} items, got {len(items)}")
+        return tuple(
+            _decoder(a)(x, f"{path}[{i}]") for i, (a, x) in enumerate(zip(args, items, strict=True))
+        )
+
+    return fixed
 
 
-def _decode_mapping(tp: Any, data: object, path: str) -> dict[str, object]:
-    if not isinstance(data, Mapping):
-        raise CodecError(f"{path}: expected a mapping, got {_describe(data)}")
-    key_tp, value_tp = get_args(tp) or (str, Any)
-    out: dict[str, object] = {}
-    for key, item in data.items():
-        decoded_key = _decode(key_tp, key, f"{path} key")
-        out[typing.cast(str, decoded_key)] = _decode(value_tp, item, f"{path}.{key}")
-    return out
+def _mapping_decoder(args: tuple[Any, ...]) -> Decoder:
+    key_tp, value_tp = args or (str, Any)
+
+    def decode(data: object, path: str) -> object:
+        if not isinstance(data, Mapping):
+            raise CodecError(f"{path}: expected a mapping, got {_describe(data)}")
+        decode_key, decode_value = _decoder(key_tp), _decoder(value_tp)
+        out: dict[str, object] = {}
+        for key, item in data.items():
+            decoded_key = decode_key(key, f"{path} key")
+            out[typing.cast(str, decoded_key)] = decode_value(item, f"{path}.{key}")
+        return out
+
+    return decode
 
 
-def _decode_dataclass(cls: type, data: object, path: str) -> object:
-    if not isinstance(data, Mapping):
-        raise CodecError(f"{path}: expected a mapping, got {_describe(data)}")
+def _dataclass_decoder(cls: type) -> Decoder:
+    # The fields' decoders are worked out at the first value, not here: a type may contain itself.
+    fields: list[tuple[str, Decoder, bool]] = []
+    known: set[str] = set()
+
+    def decode(data: object, path: str) -> object:
+        if not isinstance(data, Mapping):
+            raise CodecError(f"{path}: expected a mapping, got {_describe(data)}")
+        if not known:
+            _plan_fields(cls, fields, known)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            names = ", ".join(name for name, _, _ in fields)
+            raise CodecError(f"{path}.{unknown[0]}: unknown field (known: {names})")
+        kwargs: dict[str, object] = {}
+        for name, decode_field, required in fields:
+            if name in data:
+                kwargs[name] = decode_field(data[name], f"{path}.{name}")
+            elif required:
+                raise CodecError(f"{path}.{name}: missing")
+        return cls(**kwargs)
+
+    return decode
+
+
+def _plan_fields(cls: type, fields: list[tuple[str, Decoder, bool]], known: set[str]) -> None:
     hints = _hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - set(fields) - {"kind"})
-    if unknown:
-        raise CodecError(f"{path}.{unknown[0]}: unknown field (known: {', '.join(fields)})")
-    kwargs: dict[str, object] = {}
-    for name, field in fields.items():
-        if name in data:
-            kwargs[name] = _decode(hints[name], data[name], f"{path}.{name}")
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise CodecError(f"{path}.{name}: missing")
-    return cls(**kwargs)
+    planned = [
+        (
+            field.name,
+            _decoder(hints[field.name]),
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING,
+        )
+        for field in dataclasses.fields(cls)
+        if field.init
+    ]
+    fields[:] = planned
+    known.update({name for name, _, _ in planned} | {"kind"})

@@ -86,3 +86,18 @@ def test_bad_data_is_refused_with_the_field_path(data, message):
 def test_an_int_is_accepted_where_a_float_is_declared():
     tree = from_jsonable(Tree, {"version": "1", "mode": "a", "leaves": [], "ratio": 2})
     assert tree.ratio == 2.0 and isinstance(tree.ratio, float)
+
+
+@dataclass(frozen=True)
+class Chain:
+    name: str
+    next: Chain | None = None
+
+
+def test_a_type_that_contains_itself_decodes_at_any_depth() -> None:
+    data = {"name": "a", "next": {"name": "b", "next": {"name": "c"}}}
+    assert from_jsonable(Chain, data) == Chain("a", Chain("b", Chain("c")))
+    with pytest.raises(
+        CodecError, match=r"^\$\.next\.next\.size: unknown field \(known: name, next\)"
+    ):
+        from_jsonable(Chain, {"name": "a", "next": {"name": "b", "next": {"name": "c", "size": 1}}})
