@@ -9,6 +9,12 @@ mounted, never a view on its way out. Modal screens (help, doctor, quit, secret)
 
 from __future__ import annotations
 
+import gc
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -67,3 +73,38 @@ class StageShell(Screen[None]):
         # As a screen does on showing (AUTO_FOCUS): its first focusable widget, else the view.
         focusable = [widget for widget in view.query("*") if widget.focusable]
         (focusable[0] if focusable else view).focus()
+        settle_garbage(self.call_after_refresh)
+
+
+FULL_COLLECTION_EVERY_S = 60.0
+
+
+@dataclass
+class _Collections:
+    last_full: float = -math.inf
+
+
+_collections = _Collections()
+
+
+def settle_garbage(later: Callable[[Callable[[], None]], object]) -> None:
+    """Keep the objects of the view now mounted out of the collector's sight.
+
+    A full collection walks every object it tracks, and a view on show is tens of thousands of
+    them (widgets, styles, render caches): during a log flood a key waited behind that walk
+    (~60 ms; tests/perf/bench_flood.py). Frozen once the view is mounted (gc.freeze costs
+    nothing), they are walked no more; what the view drops meanwhile is freed by reference
+    counting. A cycle among frozen objects waits for a full collection, which ``later`` runs
+    once the new view is drawn (the last one is let go by then), at most once a minute: each
+    walks the whole process, and a test run changes views thousands of times."""
+    gc.freeze()
+    now = time.monotonic()
+    if now - _collections.last_full >= FULL_COLLECTION_EVERY_S:
+        _collections.last_full = now
+        later(_collect_all)
+
+
+def _collect_all() -> None:
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

@@ -9,7 +9,6 @@ once: the backend, the engine, the planner and every view load in that task, aft
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -121,9 +120,6 @@ class GpuWizardApp(App[str]):
 
         driver = SetupDriver(self.backend)
         _ = driver.table
-        # Start-up's objects (modules, views) never become garbage: out of the collector's sight,
-        # a full collection during a log flood takes ~20 ms instead of ~60 (a key waits).
-        gc.freeze()
         return driver
 
     async def show(self, stage: Stage, driver: SetupDriver) -> Stage:

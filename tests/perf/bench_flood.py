@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import resource
@@ -103,7 +102,6 @@ async def drive(home: Path, profile: str, attach: bool) -> dict[str, Any]:
             self.call_after_refresh(lambda: self.answered.append(time.perf_counter()))
 
     app = Bench()
-    gc.freeze()  # as GpuWizardApp does once its stages are loaded
     async with app.run_test(size=(120, 40)) as pilot:
         if attach:
             return await reattach(pilot, screen, app.pushed_at)
