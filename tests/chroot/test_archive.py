@@ -71,11 +71,11 @@ def fresh_sources(machine: ChrootMachine, plan: Plan | None = None) -> None:
 def plan_for(facts_from: str, machine: ChrootMachine, choices: Choices, options: Options) -> Plan:
     from gpuwizard.recommend.table import load_table
     from gpuwizard.setup.plan import make_plan
-    from gpuwizard.setup.request import SetupRequest
+    from tests.requests import request_of
 
     del machine
     facts = recorded_facts(T4) if facts_from == "recorded" else REAL_FACTS["facts"]
-    return make_plan(load_table(), facts, SetupRequest(choices, options))[0]
+    return make_plan(load_table(), facts, request_of(choices, options))[0]
 
 
 def assert_resolves(checks: list[LineCheck]) -> None:
