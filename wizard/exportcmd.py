@@ -21,6 +21,7 @@ from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
 from gpuwizard.machine import Machine
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.files import write_files
+from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.flow import PlanRefused
 from gpuwizard.setup.plan import Replay, plan_request
 from gpuwizard.setup.request import SetupRequest, from_answers
@@ -75,7 +76,7 @@ def choose_source(
     if answers is not None or asked.pinned:
         return source_planned(machine, answers, accept, asked), None
     try:
-        setup = exportable_setup(machine.state_dir)
+        setup = exportable_setup(machine.state_dir, asked_in(machine.state_dir))
     except SetupError as error:
         raise ExportUsageError(str(error)) from None
     if setup is not None:

@@ -20,7 +20,7 @@ from gpuwizard.paths import DEFAULT_ENV
 from gpuwizard.plan import assert_never
 from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Recommendation, Refusal
+from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import Target, match_os, target_from_facts
@@ -39,6 +39,7 @@ from gpuwizard.screens.verify import VerifyView
 from gpuwizard.screens.waiting import LookingView, RefusedView
 from gpuwizard.selection import Selection
 from gpuwizard.setup import flow
+from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.driver import SetupDriver
 from gpuwizard.setup.request import SetupRequest
 from gpuwizard.setups import SetupError, exportable_setup
@@ -150,10 +151,12 @@ def benchmark_view(
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
-    source, note = ExportSource(stage.plan, stage.selection, stage.facts), None
+    kept = driver.disk().request  # the pins this run was made from, for answers.yaml
+    asked = kept.engine_choices if kept else Choices()
+    source, note = ExportSource(stage.plan, stage.selection, stage.facts, asked=asked), None
     if source.already_set_up:  # this run only verified: export the run that set it up
         try:
-            setup = exportable_setup(driver.state_dir)
+            setup = exportable_setup(driver.state_dir, asked_in(driver.state_dir))
         except SetupError:
             setup = None
         if setup is not None:

@@ -50,3 +50,14 @@ def test_pins_and_an_answers_file_do_not_mix(tmp_path: Path):
         tmp_path, "--simulate", H100, "apply", "--config", str(answers), "--driver-branch", "580"
     )
     assert done.returncode == 2 and "--config gives every choice" in done.stderr
+
+
+def test_export_from_a_run_repeats_the_pins_that_run_was_made_from(tmp_path: Path):
+    ran = gpuwizard(
+        tmp_path, "--simulate", H100, "--reset", "apply", "--yes", "--driver-branch", "535"
+    )
+    assert ran.returncode == 10, ran.stdout + ran.stderr  # stopped for the simulated reboot
+    exported = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers")
+    assert exported.returncode == 0, exported.stderr
+    choices = yaml.safe_load(exported.stdout)["choices"]
+    assert choices["driver_branch"] == "535" and "python" not in choices

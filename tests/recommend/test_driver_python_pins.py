@@ -56,6 +56,7 @@ def test_a_driver_pin_that_fits_is_honoured(profile, pins, branch, flavour):
         pytest.param(RTX5090, {"driver_branch": "535"}, "driver 535.309.01 is too old for GeForce RTX 5090", id="a branch too old for the GPU"),
         pytest.param(H100, {"driver_branch": "535", "variant": "cu130"}, "cu130 (CUDA 13.0) needs driver", id="a branch too old for the build"),
         pytest.param(DEBIAN, {"driver_branch": "570"}, "R570 is not offered on Debian 12: gpuwizard installs", id="not offered on this OS"),
+        pytest.param(DEBIAN, {"driver_branch": "535", "driver_flavour": "open"}, "R535 open is not offered on Debian 12 (not offered: nvidia-open-kernel-dkms", id="a flavour the branch lacks here"),
         pytest.param(WSL, {"driver_branch": "580"}, "the driver belongs to Windows (WSL)", id="the driver is Windows'"),
         pytest.param(V100, {"driver_branch": "580", "keep_driver": True}, "contradict each other: this host has R535", id="keep and another branch"),
     ],

@@ -171,5 +171,7 @@ def recommend(
         return Refusal(why, explain.summarise_gpus(target.gpus))
     found = search(table, target, choices)
     if found.winner is None:
+        if why := pinned.nothing_allowed(found.options, choices, found.os_row):
+            return Refusal(why, explain.summarise_gpus(target.gpus))
         return refusal_from(table, found)
     return explain.recommendation_from(table, found)

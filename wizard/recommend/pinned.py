@@ -110,3 +110,34 @@ def excluded_by_pin(option: DriverOption, choices: Choices) -> str | None:
     if choices.driver_flavour is not None and option.flavor not in (choices.driver_flavour, None):
         return f"not the kernel modules asked for ({choices.driver_flavour})"
     return None
+
+
+def nothing_allowed(
+    options: tuple[DriverOption, ...], choices: Choices, os_row: OsRelease | None
+) -> str | None:
+    """Why the driver pins leave no option at all here (R535 with open modules on Debian 12,
+    where Debian's R535 has only the proprietary ones), naming what is offered; None when some
+    option is allowed or nothing is pinned."""
+    if not options or any(allowed(o, choices) for o in options):
+        return None
+    if choices.driver_branch is None and choices.driver_flavour is None:
+        return None
+    asked = " ".join(
+        p
+        for p in (
+            f"R{choices.driver_branch}" if choices.driver_branch else "",
+            choices.driver_flavour,
+        )
+        if p
+    )
+    where = os_row.label if os_row else "this host"
+    offered = ", ".join(dict.fromkeys(_offer(o) for o in options))
+    missing = [why for label, why in debian_native.not_offered(os_row) if asked in label]
+    because = f" ({missing[0]})" if missing else ""
+    return f"{asked} is not offered on {where}{because}: gpuwizard offers {offered} here"
+
+
+def _offer(option: DriverOption) -> str:
+    if option.action == "keep":
+        return f"the installed {option.version}"
+    return f"R{option.branch} {option.flavor or ''}".strip()

@@ -7,11 +7,13 @@ it alone, so every launch of either front end lands on the same stage for the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.facts import BootMark, judge_boot
+from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.files import write_atomic
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
@@ -105,3 +107,13 @@ def _older_request(choices: dict[str, object], options: dict[str, object]) -> Se
     side by side (the nvcc wish said in both; the options' one counts)."""
     pins = {k: v for k, v in choices.items() if k != "needs_nvcc"}
     return from_jsonable(SetupRequest, {**pins, **options})
+
+
+def asked_in(state_dir: Path) -> Callable[[str], Choices]:
+    """The pins each run was made from, as far as kept here (only the latest run's request is)."""
+
+    def asked(run_id: str) -> Choices:
+        request = read_request(state_dir, run_id)
+        return request.engine_choices if request else Choices()
+
+    return asked
