@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpuwizard.export.answers import load_answers, render_answers
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
-from gpuwizard.setup.plan import make_plan
+from gpuwizard.setup.plan import PlanningError, make_plan
 from gpuwizard.setup.request import SetupRequest, from_answers
 from tests.conftest import facts_of
 from tests.export.conftest import source_for
@@ -52,3 +54,30 @@ def test_export_source_repeats_only_the_pins_asked():
     asked = dataclasses.replace(source, asked=Choices(driver_branch="580"))
     assert asked.choices.driver_branch == source.selection.driver.branch
     assert asked.choices.python is None
+
+
+PIN_VALUES = {
+    "driver_branch": st.sampled_from([None, "535", "570", "580", "595"]),
+    "driver_flavour": st.sampled_from([None, "open", "proprietary"]),
+    "python": st.sampled_from([None, "3.10", "3.11"]),
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries(PIN_VALUES))
+def test_any_pins_that_fit_replay_from_answers_to_the_same_pins_and_plan(pins):
+    facts, table = facts_of(H100), load_table()
+    request_ = SetupRequest(**pins)
+    try:
+        plan, selection = make_plan(table, facts, request_)
+    except PlanningError:
+        return  # a refusal: the engine tests cover why
+    base = source_for(H100)
+    source = dataclasses.replace(
+        base, plan=plan, selection=selection, asked=request_.engine_choices
+    )
+
+    replayed = from_answers(load_answers(render_answers(source)))
+
+    assert {pin: getattr(replayed, pin) for pin in pins} == pins
+    assert make_plan(table, facts, replayed)[0].summary == plan.summary
