@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -16,15 +17,22 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, Select, SelectionList, Static
 
-from gpuwizard.planner import Options
-from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
+from gpuwizard.selection import EnvKind
 from gpuwizard.setup.flow import Back, Decided
 from gpuwizard.setup.request import SetupRequest
 
 Result = Recommendation | Refusal
-Recompute = Callable[[Choices, Options], Result]
+Recompute = Callable[[SetupRequest], Result]
+
+PINS = (
+    ("driver_branch", "Driver branch", "R{}"),
+    ("driver_flavour", "Kernel modules", "{}"),
+    ("python", "Python", "Python {}"),
+)
+"""The pins chosen like the CUDA build: (request field, label, how a value reads)."""
 
 EXTRAS = (
     ("needs_nvcc", "CUDA toolkit (nvcc)"),
@@ -82,17 +90,25 @@ def result_text(result: Result) -> Group:
     return Group(*parts)
 
 
-def builds_text(tried: list[tuple[str, Result]]) -> Group:
-    """Each CUDA build of the release: fits here, or why not (those are not offered)."""
+def builds_text(
+    tried: list[tuple[str, Result]], title: str = "CUDA builds of this release"
+) -> Group:
+    """Each value of a choice: fits here, or why not (those are not offered)."""
     if not tried:
         return Group()
-    parts: list[RenderableType] = [Text("CUDA builds of this release", style="bold")]
+    parts: list[RenderableType] = [Text(title, style="bold")]
     for variant, result in tried:
         if isinstance(result, Recommendation):
-            parts.append(bullet(f"{variant}: fits (driver R{result.driver.branch})", "✓", "green"))
+            parts.append(bullet(f"{variant}: fits ({fits_with(result)})", "✓", "green"))
         else:
             parts.append(bullet(f"{variant}: not offered: {build_refusal(result)}", "✗", "dim"))
     return Group(*parts)
+
+
+def fits_with(result: Recommendation) -> str:
+    d = result.driver
+    driver = f"keep {d.version}" if d.action == "keep" else f"R{d.branch} {d.flavor or ''}".strip()
+    return f"driver {driver}, torch {result.torch.version} {result.torch.variant}"
 
 
 def build_refusal(refusal: Refusal) -> str:
@@ -139,30 +155,32 @@ class RecommendView(StageView):
     def __init__(
         self,
         result: Result,
-        choices: Choices,
-        options: Options,
+        request: SetupRequest,
         recompute: Recompute,
         torch_versions: list[str],
         note: str | None = None,
         builds: Mapping[str, tuple[str, ...]] | None = None,
         installed_driver: str | None = None,
+        pins: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         """``note``: why the person is asked again (the machine changed under the last run);
-        ``builds``: each torch release's CUDA builds, to choose one (each tried with the engine:
-        one that cannot work here is explained, not offered)."""
+        ``builds``: each torch release's CUDA builds, to choose one; ``pins``: the values of
+        each of ``PINS`` this host offers (driver branches, flavours, Pythons). Each value is
+        tried with the engine: one that cannot work here is explained, not offered."""
         super().__init__()
+        self.pins = pins or {}
         self.builds = builds or {}
         self.installed_driver = installed_driver
         """The driver already on the machine: only then is keeping it a choice."""
         self.note = note
         self.result = result
-        self.choices = choices
-        self.options = options
+        self.request = request
         self.recompute = recompute
         self.torch_versions = torch_versions
         self.show_rejected = False
 
     def compose(self) -> ComposeResult:
+        request = self.request
         with Horizontal():
             with VerticalScroll(id="choices", can_focus=False):
                 yield Label("PyTorch")
@@ -171,28 +189,35 @@ class RecommendView(StageView):
                     *((v, v) for v in self.torch_versions),
                 ]
                 yield Select(
-                    versions, value=self.choices.torch or "latest", allow_blank=False, id="torch"
+                    versions, value=request.torch or "latest", allow_blank=False, id="torch"
                 )
                 if self.builds:
                     yield Label("CUDA build")
                     yield Select(
-                        self.build_options(), value=self.choices.variant or "auto",
+                        self.build_options(), value=request.variant or "auto",
                         allow_blank=False, id="variant",
                     )  # fmt: skip
+                for name, label, _ in PINS:
+                    if self.pins.get(name):
+                        yield Label(label)
+                        yield Select(
+                            self.pin_options(name), value=getattr(request, name) or "auto",
+                            allow_blank=False, id=f"pin-{name}",
+                        )  # fmt: skip
                 yield Label("Environment")
                 kinds = [("venv (default)", "venv"), ("conda (Miniforge)", "conda")]
-                yield Select(kinds, value=self.options.env_kind, allow_blank=False, id="env")
+                yield Select(kinds, value=request.env_kind, allow_blank=False, id="env")
                 yield Label("Also install")
-                selected = [(label, key, bool(getattr(self.options, key))) for key, label in EXTRAS]
+                selected = [(label, key, bool(getattr(request, key))) for key, label in EXTRAS]
                 if self.installed_driver:
                     keep = f"Keep driver {self.installed_driver}"
-                    selected.insert(0, (keep, "keep_driver", self.choices.keep_driver))
+                    selected.insert(0, (keep, "keep_driver", request.keep_driver))
                 yield SelectionList[str](*selected, id="extras")
             with VerticalScroll(id="result"):
                 if self.note:
                     yield Static(Text(self.note, style="bold yellow"), id="note")
                 yield Static(result_text(self.result), id="result-text")
-                yield Static(builds_text(self.tried_builds()), id="builds")
+                yield Static(self.tried_text(), id="builds")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
@@ -212,20 +237,20 @@ class RecommendView(StageView):
     # ---------------------------------------------------------------- CUDA builds
     def torch_release(self) -> str | None:
         """The release the builds belong to: the one chosen, else the one recommended."""
-        if self.choices.torch in self.builds:
-            return self.choices.torch
+        if self.request.torch in self.builds:
+            return self.request.torch
         if isinstance(self.result, Recommendation):
             return self.result.torch.version
-        return self.choices.torch
+        return self.request.torch
 
     def tried_builds(self) -> list[tuple[str, Result]]:
         """Each CUDA build of the release, as the engine judges it on this machine."""
         release = self.torch_release()
         if release is None:
             return []
-        pinned = replace(self.choices, torch=self.choices.torch or release)
+        pinned = replace(self.request, torch=self.request.torch or release)
         return [
-            (variant, self.recompute(replace(pinned, variant=variant), self.options))
+            (variant, self.recompute(replace(pinned, variant=variant)))
             for variant in self.builds.get(release, ())
         ]
 
@@ -234,56 +259,86 @@ class RecommendView(StageView):
         working = [v for v, r in self.tried_builds() if isinstance(r, Recommendation)]
         return [("recommended", "auto"), *((v, v) for v in working)]
 
-    @on(Select.Changed, "#variant")
-    def change_variant(self, event: Select.Changed) -> None:
+    # ------------------------------------------- driver branch, kernel modules, Python
+    def tried_pin(self, name: str) -> list[tuple[str, Result]]:
+        """Each value this host offers for a pin, as the engine judges it with the other choices."""
+        return [
+            (value, self.recompute(self.request.with_pin(name, value)))
+            for value in self.pins.get(name, ())
+        ]
+
+    def pin_options(self, name: str) -> list[tuple[str, str]]:
+        """The values that work here, to choose from; the others are only explained."""
+        shown = next(form for field, _, form in PINS if field == name)
+        working = [v for v, r in self.tried_pin(name) if isinstance(r, Recommendation)]
+        return [("recommended", "auto"), *((shown.format(v), v) for v in working)]
+
+    def tried_text(self) -> Group:
+        """Every value of every choice: fits, or why it is not offered."""
+        parts = [builds_text(self.tried_builds())]
+        for name, label, form in PINS:
+            tried = [(form.format(v), r) for v, r in self.tried_pin(name)]
+            parts.append(builds_text(tried, label))
+        return Group(*parts)
+
+    @on(Select.Changed)
+    def change_choice(self, event: Select.Changed) -> None:
+        """One handler for every choice: the request changes, then the others are judged again."""
+        select = event.select.id or ""
         value = str(event.value)
-        self.choices = replace(self.choices, variant=None if value == "auto" else value)
+        match select:
+            case "torch":
+                self.request = replace(self.request, torch=None if value == "latest" else value)
+            case "variant":
+                self.request = replace(self.request, variant=None if value == "auto" else value)
+            case "env":
+                kind: EnvKind = "conda" if value == "conda" else "venv"
+                self.request = replace(self.request, env_kind=kind)
+            case _ if select.startswith("pin-"):
+                name = select.removeprefix("pin-")
+                self.request = self.request.with_pin(name, None if value == "auto" else value)
+            case _:
+                return
+        self.refresh_choices()
         self.refresh_result()
 
-    def refresh_builds(self) -> None:
-        if not self.builds:
-            return
-        select = self.query_one("#variant", Select)
-        options = self.build_options()
-        if self.choices.variant not in {value for _, value in options}:
-            self.choices = replace(self.choices, variant=None)
-        with select.prevent(Select.Changed):
-            select.set_options(options)
-            select.value = self.choices.variant or "auto"
+    def refresh_choices(self) -> None:
+        """Each choice's list again: a value that stopped working is dropped (back to auto)."""
+        selects = [("variant", "variant", self.build_options)] if self.builds else []
+        selects += [
+            (f"pin-{name}", name, partial(self.pin_options, name))
+            for name, _, _ in PINS
+            if self.pins.get(name)
+        ]
+        for widget, field, options_of in selects:
+            select = self.query_one(f"#{widget}", Select)
+            options = options_of()
+            if getattr(self.request, field) not in {value for _, value in options}:
+                self.request = self.request.with_pin(field, None)
+            with select.prevent(Select.Changed):
+                select.set_options(options)
+                select.value = getattr(self.request, field) or "auto"
 
     def refresh_result(self) -> None:
-        self.result = self.recompute(self.choices, self.options)
+        self.result = self.recompute(self.request)
         self.query_one("#result-text", Static).update(result_text(self.result))
-        self.query_one("#builds", Static).update(builds_text(self.tried_builds()))
+        self.query_one("#builds", Static).update(self.tried_text())
         self.query_one("#rejected", Static).update(rejected_text(self.result, self.show_rejected))
-
-    @on(Select.Changed, "#torch")
-    def change_torch(self, event: Select.Changed) -> None:
-        value = str(event.value)
-        self.choices = replace(self.choices, torch=None if value == "latest" else value)
-        self.refresh_builds()
-        self.refresh_result()
-
-    @on(Select.Changed, "#env")
-    def change_env(self, event: Select.Changed) -> None:
-        self.options = replace(self.options, env_kind="conda" if event.value == "conda" else "venv")
-        self.refresh_result()
 
     @on(SelectionList.SelectedChanged, "#extras")
     def change_extras(self, event: SelectionList.SelectedChanged[str]) -> None:
         chosen = set(event.selection_list.selected)
-        self.options = replace(
-            self.options,
+        self.request = replace(
+            self.request,
             needs_nvcc="needs_nvcc" in chosen,
             cudnn="cudnn" in chosen,
             docker="docker" in chosen,
             dcgm="dcgm" in chosen,
             nccl="nccl" in chosen,
             hold_driver="hold_driver" in chosen,
+            keep_driver="keep_driver" in chosen,
         )
-        self.choices = replace(
-            self.choices, needs_nvcc="needs_nvcc" in chosen, keep_driver="keep_driver" in chosen
-        )
+        self.refresh_choices()
         self.refresh_result()
 
     def action_toggle_rejected(self) -> None:
@@ -297,7 +352,7 @@ class RecommendView(StageView):
 
     def action_proceed(self) -> None:
         if isinstance(self.result, Recommendation):
-            self.answer(Decided(SetupRequest(self.choices, self.options)))
+            self.answer(Decided(self.request))
         else:
             self.notify("This combination does not fit; change a choice first.", severity="warning")
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gpuwizard.recommend.target import Target
     from gpuwizard.runner.control import Backend
     from gpuwizard.secretinput import Secret
+    from gpuwizard.setup.request import SetupRequest
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -103,8 +104,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
 def cmd_recommend(args: argparse.Namespace) -> int:
     # The solver is loaded only here: `detect --json` stays fast without it.
     from gpuwizard.recommend.engine import recommend
-    from gpuwizard.recommend.pins import check_pins
-    from gpuwizard.recommend.result import Choices, Refusal, to_json_contract
+    from gpuwizard.recommend.result import Refusal, to_json_contract
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
     from gpuwizard.report import recommendation_lines
@@ -112,16 +112,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     table = load_table()
     try:
         target, this_machine = recommend_target(args, table)
-        check_pins(table, args.torch, args.variant)
-        choices = Choices(
-            torch=args.torch,
-            variant=args.variant,
-            keep_driver=args.keep_driver,
-            needs_nvcc=args.needs_nvcc,
-        )
-        if choices.keep_driver and target.driver is None:
+        request = requested(args)
+        if request.keep_driver and target.driver is None:
             raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
-        result = recommend(table, target, choices)
+        result = recommend(table, target, request.engine_choices)
     except BadInput as error:
         raise UsageError(str(error)) from None
     online = online_report(table) if args.online else None
@@ -264,31 +258,19 @@ def this_machines_name() -> str:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from gpuwizard.headless import ApplyError, ApplyRequest, apply
-    from gpuwizard.planner import Options
-    from gpuwizard.recommend.result import Choices
-    from gpuwizard.setup.request import SetupRequest
+    from gpuwizard.setup.request import from_answers
 
-    options = Options(
-        env_kind=args.env, env_name=args.env_name, needs_nvcc=args.needs_nvcc, cudnn=args.cudnn, docker=args.docker,
-        dcgm=args.dcgm, nccl=args.nccl, hold_driver=args.hold_driver, persistence=not args.no_persistence,
-    )  # fmt: skip
-    checked_pins(args.torch, args.variant)
-    choices = Choices(
-        torch=args.torch,
-        variant=args.variant,
-        keep_driver=args.keep_driver,
-        needs_nvcc=args.needs_nvcc,
-    )
+    setup = requested(args)
     answers = None
     if args.config is not None:
-        if options != Options() or choices != Choices():
+        if setup.pinned:
             raise UsageError("--config gives every choice; drop the other choice and option flags")
         answers = read_answers(args.config)
-        choices, options = answers.engine_choices, answers.options
+        setup = from_answers(answers)
     elif args.accept_changes:
         raise UsageError("--accept-changes goes with --config answers.yaml")
     request = ApplyRequest(
-        SetupRequest(choices, options), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        setup, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
         answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
     )  # fmt: skip
     backend = backend_for(args)
@@ -319,15 +301,29 @@ def given_secrets(args: argparse.Namespace) -> dict[str, Secret]:
     return {}
 
 
-def checked_pins(torch: str | None, variant: str | None) -> None:
-    from gpuwizard.recommend.pins import check_pins
+def requested(args: argparse.Namespace) -> SetupRequest:
+    """Every choice the command line gives (recommend, apply, export), its pins checked
+    against the table: a value gpuwizard never offers is one line, exit 2."""
+    from gpuwizard.recommend.pins import check_choices
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
+    from gpuwizard.setup.request import SetupRequest
 
+    given = vars(args)
+    request = SetupRequest(
+        torch=args.torch, variant=args.variant, driver_branch=args.driver_branch,
+        driver_flavour=args.kernel_modules, python=args.env_python,
+        keep_driver=given.get("keep_driver", False), needs_nvcc=given.get("needs_nvcc", False),
+        env_kind=given.get("env", "venv"), env_name=given.get("env_name", "pytorch"),
+        cudnn=given.get("cudnn", False), docker=given.get("docker", False),
+        dcgm=given.get("dcgm", False), nccl=given.get("nccl", False),
+        hold_driver=given.get("hold_driver", False), persistence=not given.get("no_persistence", False),
+    )  # fmt: skip
     try:
-        check_pins(load_table(), torch, variant)
+        check_choices(load_table(), request.engine_choices)
     except BadInput as error:
         raise UsageError(str(error)) from None
+    return request
 
 
 def read_answers(path: Path) -> Answers:
@@ -358,9 +354,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.accept_changes and args.config is None:
         raise UsageError("--accept-changes goes with --config answers.yaml")
+    request = requested(args)
+    if request.pinned and args.config is not None:
+        raise UsageError("--config gives every choice; drop the other choice flags")
     answers = read_answers(args.config) if args.config is not None else None
     try:
-        return run_export(args, machine_for(args), answers)
+        return run_export(args, machine_for(args), answers, request)
     except ExportUsageError as error:
         if error.code == EXIT_BAD_INPUT:
             raise UsageError(str(error)) from None

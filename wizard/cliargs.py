@@ -40,6 +40,25 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def add_pins(parser: argparse.ArgumentParser) -> None:
+    """The driver and Python pins, the same on recommend, apply and export."""
+    pins = parser.add_argument_group("driver and Python (default: the engine chooses)")
+    pins.add_argument(
+        "--driver-branch",
+        type=text_arg,
+        metavar="BRANCH",
+        help="a driver branch to install, e.g. 580",
+    )
+    pins.add_argument(
+        "--kernel-modules", choices=("open", "proprietary"),
+        help="the driver's kernel modules: open or proprietary (where the GPUs allow both)",
+    )  # fmt: skip
+    pins.add_argument(
+        "--env-python", type=text_arg, metavar="X.Y",
+        help="the environment's Python: the OS's python3 or one its archive packages, e.g. 3.11",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="gpuwizard", description="Set up a fresh Linux GPU server for PyTorch."
@@ -88,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     recommend.add_argument(
         "--needs-nvcc", action="store_true", help="also install the matching CUDA toolkit"
     )
+    add_pins(recommend)
     recommend.add_argument(
         "--online",
         action="store_true",
@@ -110,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--torch", metavar="VERSION")
     apply.add_argument("--variant", metavar="cuXYZ")
     apply.add_argument("--keep-driver", action="store_true")
+    add_pins(apply)
     apply.add_argument(
         "--needs-nvcc", action="store_true", help="also install the CUDA toolkit (nvcc)"
     )
@@ -197,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="export the plan of an answers.yaml for this machine",
     )
+    export.add_argument(
+        "--torch", metavar="VERSION", help="with pins: export a fresh plan of these choices"
+    )
+    export.add_argument("--variant", metavar="cuXYZ")
+    add_pins(export)
     export.add_argument(
         "--accept-changes",
         action="store_true",

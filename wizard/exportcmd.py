@@ -1,8 +1,9 @@
 """``gpuwizard export``: the chosen setup as files, without the TUI.
 
 What is exported, in order of preference: the plan of an answers file (``--config``) planned
-for this machine; else the setup the wizard's runs made here (``gpuwizard.setups``: the last
-run's plan, or the last one that changed the machine); else a fresh plan of the recommendation
+for this machine; else the plan of the choices given as flags (``--driver-branch 580``); else
+the setup the wizard's runs made here (``gpuwizard.setups``: the last run's plan, or the last
+one that changed the machine); else a fresh plan of the recommendation
 with default choices, said so on stderr. One format without ``-o``
 prints to stdout; otherwise the files are written (atomically) into the output folder.
 """
@@ -20,9 +21,10 @@ from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
 from gpuwizard.machine import Machine
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.files import write_files
+from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.flow import PlanRefused
 from gpuwizard.setup.plan import Replay, plan_request
-from gpuwizard.setup.request import SetupRequest
+from gpuwizard.setup.request import SetupRequest, from_answers
 from gpuwizard.setups import SetupError, exportable_setup
 
 DEFAULT_DIR = "gpuwizard-export"
@@ -50,38 +52,46 @@ def parse_formats(text: str | None) -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
-def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
+def source_planned(
+    machine: Machine, answers: Answers | None, accept: bool, asked: SetupRequest
+) -> ExportSource:
     facts = detect_host(machine.host())
-    request = SetupRequest(answers.engine_choices, answers.options) if answers else SetupRequest()
+    request = from_answers(answers) if answers else asked
     replay = Replay(answers, accept) if answers else None
     planned = plan_request(load_table(), facts, request, replay)
     if isinstance(planned, PlanRefused):
         raise ExportUsageError(planned.why, planned.code, no_gpu=planned.no_gpu)
-    return ExportSource(planned.plan, planned.selection, facts)
+    return ExportSource(planned.plan, planned.selection, facts, asked=request.engine_choices)
 
 
 FRESH_NOTE = "no setup was run here yet: exported the recommended plan for this machine"
 
 
 def choose_source(
-    machine: Machine, answers: Answers | None, accept: bool
+    machine: Machine, answers: Answers | None, accept: bool, asked: SetupRequest
 ) -> tuple[ExportSource, str | None]:
     """The source, and a note to print once the export succeeded: the answers planned for this
-    machine; else the setup the wizard's runs made here; else a fresh plan, said so."""
-    if answers is not None:
-        return source_planned(machine, answers, accept), None
+    machine; else the choices given on the command line, planned here; else the setup the
+    wizard's runs made here; else a fresh plan, said so."""
+    if answers is not None or asked.pinned:
+        return source_planned(machine, answers, accept, asked), None
     try:
-        setup = exportable_setup(machine.state_dir)
+        setup = exportable_setup(machine.state_dir, asked_in(machine.state_dir))
     except SetupError as error:
         raise ExportUsageError(str(error)) from None
     if setup is not None:
         return setup.source, setup.note
-    return source_planned(machine, None, accept), FRESH_NOTE
+    return source_planned(machine, None, accept, asked), FRESH_NOTE
 
 
-def run_export(args: argparse.Namespace, machine: Machine, answers: Answers | None) -> int:
+def run_export(
+    args: argparse.Namespace,
+    machine: Machine,
+    answers: Answers | None,
+    asked: SetupRequest | None = None,
+) -> int:
     formats = parse_formats(args.format)
-    source, note = choose_source(machine, answers, args.accept_changes)
+    source, note = choose_source(machine, answers, args.accept_changes, asked or SetupRequest())
     if source.already_set_up and note is None:
         note = ALREADY_SET_UP
     files: list[ExportFile] = []

@@ -68,6 +68,8 @@ def python_source(
     wanted = recommendation.python
     if wanted.action == "use_system":
         return wanted.version, "system"
+    if wanted.pinned:  # the engine offers a pinned Python only where the OS's archive has it
+        return wanted.version, "os-package"
     low, high = (Version.parse(v) for v in recommendation.torch.python_range)
     packaged = [
         v for v in (os_row.extra_pythons if os_row else ()) if low <= Version.parse(v) <= high

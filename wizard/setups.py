@@ -10,11 +10,13 @@ nothing, so the newest earlier run that changed the machine is exported instead,
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.facts import HostFacts
+from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.journal import Journal, JournalError
 from gpuwizard.runner.layout import JOURNAL, PLANNED_FACTS
 
@@ -31,7 +33,16 @@ class Setup:
     reproduces nothing."""
 
 
-def exportable_setup(state_dir: Path) -> Setup | None:
+AskedOf = Callable[[str], Choices]
+"""The pins a run (by id) was made from, as far as they were kept (``setup.disk``)."""
+
+
+def _none_kept(run_id: str) -> Choices:
+    del run_id
+    return Choices()
+
+
+def exportable_setup(state_dir: Path, asked_of: AskedOf = _none_kept) -> Setup | None:
     """What to export from this machine's runs; None when no run was made here.
 
     Raises:
@@ -40,7 +51,7 @@ def exportable_setup(state_dir: Path) -> Setup | None:
     if not (state_dir / JOURNAL).exists():
         return None
     try:
-        latest = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS)
+        latest = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS, asked_of)
     except JournalError as error:
         raise SetupError(f"cannot read the wizard's journal: {error}") from None
     except (OSError, ValueError) as error:
@@ -50,7 +61,7 @@ def exportable_setup(state_dir: Path) -> Setup | None:
     for journal in sorted(state_dir.glob("journal-before-run-*.json"), key=_mtime, reverse=True):
         facts = state_dir / journal.name.replace("journal-", "planned-facts-", 1)
         try:
-            earlier = _source(journal, facts)
+            earlier = _source(journal, facts, asked_of)
         except (JournalError, OSError, ValueError):
             continue  # an older run's files, or one from before facts were kept: not usable
         if not earlier.already_set_up:
@@ -62,9 +73,10 @@ def exportable_setup(state_dir: Path) -> Setup | None:
     return Setup(latest, ALREADY_SET_UP)
 
 
-def _source(journal: Path, facts: Path) -> ExportSource:
+def _source(journal: Path, facts: Path, asked_of: AskedOf) -> ExportSource:
     data = Journal.load(journal).data
-    return ExportSource(data.plan, data.selection, HostFacts.from_json(facts.read_text("utf-8")))
+    made_on = HostFacts.from_json(facts.read_text("utf-8"))
+    return ExportSource(data.plan, data.selection, made_on, asked=asked_of(data.run_id))
 
 
 def _mtime(path: Path) -> float:

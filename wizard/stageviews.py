@@ -18,11 +18,12 @@ from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.paths import DEFAULT_ENV
 from gpuwizard.plan import assert_never
-from gpuwizard.planner import Options
+from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
-from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.recommend.table import CompatTable
+from gpuwizard.recommend.target import Target, match_os, target_from_facts
 from gpuwizard.runner.files import write_files
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView
@@ -38,6 +39,7 @@ from gpuwizard.screens.verify import VerifyView
 from gpuwizard.screens.waiting import LookingView, RefusedView
 from gpuwizard.selection import Selection
 from gpuwizard.setup import flow
+from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.driver import SetupDriver
 from gpuwizard.setup.request import SetupRequest
 from gpuwizard.setups import SetupError, exportable_setup
@@ -98,19 +100,31 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     table = driver.table
     target = target_from_facts(stage.context.facts, table)
 
-    def recompute(choices: Choices, options: Options) -> Recommendation | Refusal:
-        return recommend(table, target, SetupRequest(choices, options).engine_choices)
+    def recompute(request: SetupRequest) -> Recommendation | Refusal:
+        return recommend(table, target, request.engine_choices)
 
     request = stage.context.request
     versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
-    result = recompute(request.choices, request.options)
     builds = {r.version: r.variants for r in table.torch_releases}
     installed = (
         target.driver.version if target.driver and not target.driver_managed_elsewhere else None
     )
     return RecommendView(
-        result, request.choices, request.options, recompute, versions, stage.note, builds, installed
-    )
+        recompute(request), request, recompute, versions, stage.note, builds, installed,
+        offered_pins(table, target),
+    )  # fmt: skip
+
+
+def offered_pins(table: CompatTable, target: Target) -> dict[str, tuple[str, ...]]:
+    """The driver branches, kernel modules and Pythons this host offers, to choose from."""
+    if target.driver_managed_elsewhere:
+        return {}
+    os_row = match_os(table, target.os_id or "", target.os_version or "")
+    return {
+        "driver_branch": pinned.offered_branches(table, os_row),
+        "driver_flavour": ("open", "proprietary"),
+        "python": pinned.offered_pythons(target, os_row),
+    }
 
 
 def benchmark_view(
@@ -137,10 +151,12 @@ def benchmark_view(
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
-    source, note = ExportSource(stage.plan, stage.selection, stage.facts), None
+    kept = driver.disk().request  # the pins this run was made from, for answers.yaml
+    asked = kept.engine_choices if kept else Choices()
+    source, note = ExportSource(stage.plan, stage.selection, stage.facts, asked=asked), None
     if source.already_set_up:  # this run only verified: export the run that set it up
         try:
-            setup = exportable_setup(driver.state_dir)
+            setup = exportable_setup(driver.state_dir, asked_in(driver.state_dir))
         except SetupError:
             setup = None
         if setup is not None:

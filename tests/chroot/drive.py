@@ -22,11 +22,11 @@ from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, run_session
 from gpuwizard.selection import Selection
 from gpuwizard.setup.plan import make_plan
-from gpuwizard.setup.request import SetupRequest
 from tests.chroot.host import chroot_host
 from tests.chroot.machine import ChrootMachine
 from tests.chroot.roots import REPO
 from tests.chroot.shim import MACHINE_ENV
+from tests.requests import request_of
 
 REBOOT_EXIT = 10
 
@@ -46,7 +46,7 @@ def plan_on(
     machine: ChrootMachine, choices: Choices | None = None, options: Options | None = None
 ) -> Planned:
     facts = facts_of(machine)
-    request = SetupRequest(choices or Choices(), options or Options())
+    request = request_of(choices, options)
     plan, selection = make_plan(load_table(), facts, request)
     return Planned(plan, selection, facts)
 

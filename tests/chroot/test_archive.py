@@ -37,6 +37,12 @@ VARIANTS = [
     pytest.param(Choices(), ALL_OPTIONS, id="NVIDIA's repository, every option"),
     pytest.param(Choices(variant="cu126"), Options(), id="Debian's own driver"),
     pytest.param(Choices(variant="cu126"), ALL_OPTIONS, id="Debian's own driver, every option"),
+    pytest.param(Choices(driver_branch="535"), Options(), id="R535 pinned: Debian's own driver"),
+    pytest.param(
+        Choices(driver_branch="580", driver_flavour="proprietary", python="3.11"),
+        Options(),
+        id="R580 proprietary and Python 3.11 pinned",
+    ),
 ]
 NONFREE = "/etc/apt/sources.list.d/gpuwizard-debian-nonfree.sources"
 
@@ -71,11 +77,11 @@ def fresh_sources(machine: ChrootMachine, plan: Plan | None = None) -> None:
 def plan_for(facts_from: str, machine: ChrootMachine, choices: Choices, options: Options) -> Plan:
     from gpuwizard.recommend.table import load_table
     from gpuwizard.setup.plan import make_plan
-    from gpuwizard.setup.request import SetupRequest
+    from tests.requests import request_of
 
     del machine
     facts = recorded_facts(T4) if facts_from == "recorded" else REAL_FACTS["facts"]
-    return make_plan(load_table(), facts, SetupRequest(choices, options))[0]
+    return make_plan(load_table(), facts, request_of(choices, options))[0]
 
 
 def assert_resolves(checks: list[LineCheck]) -> None:
@@ -95,7 +101,9 @@ def report(checks: list[LineCheck]) -> None:
 def test_every_planned_package_is_in_the_archive(archive, facts_from, choices, options):
     plan = plan_for(facts_from, archive, choices, options)
     fresh_sources(archive, plan)
-    build = "cu126" if choices.variant else "default build"
+    build = choices.variant or (
+        f"R{choices.driver_branch} pinned" if choices.driver_branch else "default build"
+    )
     label = f"{facts_from} facts, {build}, {'every option' if options.docker else 'defaults'}"
     with timed(f"archive: every install line resolved ({label})"):
         checks = list(check_plan(archive, plan, SEEN))

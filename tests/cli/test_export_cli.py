@@ -13,6 +13,7 @@ import yaml
 
 from gpuwizard.export.answers import load_answers, render_answers
 from gpuwizard.planner import Options
+from gpuwizard.setup.request import from_answers
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 
@@ -51,7 +52,7 @@ def test_one_format_without_a_folder_goes_to_stdout(tmp_path: Path) -> None:
     done = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers")
     assert done.returncode == 0, done.stderr
     answers = load_answers(done.stdout)
-    assert answers.engine_choices == source_for(H100).choices
+    assert from_answers(answers).engine_choices == source_for(H100).choices
     assert answers.plan == source_for(H100).plan.summary
     assert not any(tmp_path.glob("gpuwizard-export*")), "nothing written"
 

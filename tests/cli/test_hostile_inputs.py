@@ -199,6 +199,19 @@ ANSWERS = {
         answers_text(choices__torch="2.5.1", choices__variant="cu130"),
         "choices.variant 'cu130': torch 2.5.1 was never built for CUDA 13.0 (choices.torch 2.5.1 has cu118, cu121, cu124)",
     ),
+    "unknown driver branch": (
+        answers_text(choices__driver_branch="999"),
+        "choices.driver_branch 999: R999 is not in gpuwizard's table",
+    ),
+    "branch as number": (answers_text(choices__driver_branch=580), "choices.driver_branch"),
+    "unknown kernel modules": (
+        answers_text(choices__driver_flavour="closed"),
+        "choices.driver_flavour",
+    ),
+    "a Python the pinned release never had": (
+        answers_text(choices__torch="2.15.0", choices__python="3.10"),
+        "choices.python 3.10: torch 2.15.0 never shipped wheels for it",
+    ),
     "env name with ..": (answers_text(options__env_name=".."), "options.env_name"),
     "env name with a slash": (answers_text(options__env_name="a/b"), "options.env_name"),
     "env name with a newline": (answers_text(options__env_name="a\nb"), "options.env_name"),
@@ -248,6 +261,17 @@ VALUES = {
     "a pair that never existed": (
         ("--torch", "2.5.1", "--variant", "cu130"),
         "--variant 'cu130': torch 2.5.1 was never built for CUDA 13.0",
+    ),
+    "unknown driver branch": (("--driver-branch", "999"), "--driver-branch 999: R999 is not in"),
+    "end-of-life branch": (("--driver-branch", "470"), "R470 reached its end of life in 2024-07"),
+    "malformed branch": (("--driver-branch", "r580"), "--driver-branch 'r580': expected a driver"),
+    "branch with a newline": (("--driver-branch", "580\n"), "--driver-branch"),
+    "unknown kernel modules": (("--kernel-modules", "closed"), "--kernel-modules: invalid choice"),
+    "malformed Python": (("--env-python", "three"), "--env-python 'three': expected a Python"),
+    "a Python no release has": (("--env-python", "3.99"), "no PyTorch release in gpuwizard's"),
+    "a Python the release never had": (
+        ("--torch", "2.15.0", "--env-python", "3.10"),
+        "--env-python 3.10: torch 2.15.0 never shipped wheels for it",
     ),
     "env name ..": (("--env-name", ".."), "environment name '..'"),
     "env name with a slash": (("--env-name", "a/b"), "environment name 'a/b'"),

@@ -14,6 +14,7 @@ from gpuwizard.export import answers as answers_module
 from gpuwizard.export.answers import AnswersError, load_answers, misfits, render_answers
 from gpuwizard.planner import Options
 from gpuwizard.recommend.result import Choices
+from gpuwizard.setup.request import from_answers
 from tests.conftest import facts_of
 from tests.export.conftest import PROFILES, check_golden, source_for
 
@@ -29,7 +30,7 @@ def test_answers_match_their_golden_file(profile: str) -> None:
 def test_answers_round_trip_to_the_same_choices(profile: str) -> None:
     source = source_for(profile)
     loaded = load_answers(render_answers(source))
-    assert loaded.engine_choices == source.choices
+    assert from_answers(loaded).engine_choices == source.choices
     assert loaded.options == source.options
     assert loaded.plan == source.plan.summary
     assert loaded.made_on.architecture == source.facts.hardware.gpus[0].model.arch
@@ -94,7 +95,7 @@ def test_a_schema_1_file_that_says_nvcc_twice_the_same_way_loads_as_schema_2(nvc
     assert old.count("needs_nvcc") == 2 and "schema: 1" in old
     loaded = load_answers(old)
     assert loaded == load_answers(text)
-    assert loaded.engine_choices.needs_nvcc is nvcc and loaded.schema == 2
+    assert from_answers(loaded).engine_choices.needs_nvcc is nvcc and loaded.schema == 2
 
 
 @pytest.mark.parametrize(("in_choices", "in_options"), [(True, False), (False, True)])

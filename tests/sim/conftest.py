@@ -46,12 +46,12 @@ from gpuwizard.runner.layout import EVENTS, JOURNAL
 from gpuwizard.runner.secrets import send_secret
 from gpuwizard.runner.session import SessionOptions, run_session
 from gpuwizard.setup.plan import make_plan
-from gpuwizard.setup.request import SetupRequest
 from gpuwizard.sim.backend import sim_backend
 from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.reboot import reboot
 from gpuwizard.sim.runner import sim_tools
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox, SimState, place_for
+from tests.requests import request_of
 
 H100 = "h100x8-ubuntu2204-fresh"
 A100 = "a100x4-ubuntu2004-fresh"
@@ -153,7 +153,7 @@ class SimHost:
     def plan(self, options: Options | None = None, choices: Choices | None = None) -> Plan:
         """Detect, recommend and plan as ``gpuwizard apply`` does, and prepare the run."""
         facts = self.facts()
-        request = SetupRequest(choices or Choices(), options or Options())
+        request = request_of(choices, options)
         plan, selection = make_plan(load_table(), facts, request)
         prepare_run(self.state_dir, plan, selection, facts)
         return plan

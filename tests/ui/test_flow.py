@@ -44,7 +44,7 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
             await pilot.press("down")
         await pilot.press("space")
         await pilot.pause()
-        assert view_of(pilot).options.nccl  # type: ignore[attr-defined]
+        assert view_of(pilot).request.nccl  # type: ignore[attr-defined]
         await pilot.press("c")
         await until(pilot, shows(pilot, ReviewView))
         assert any(s.id == "configure-nccl" and not s.satisfied for s in view_of(pilot).plan.steps)  # type: ignore[attr-defined]

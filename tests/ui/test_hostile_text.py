@@ -27,8 +27,6 @@ from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
 from gpuwizard.facts import Nic, VerifyReport
-from gpuwizard.planner import Options
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.sizing import Finding, assess
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
@@ -47,6 +45,7 @@ from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
+from gpuwizard.setup.request import SetupRequest
 from tests.cli.test_hostile_text import make_hostile_host
 from tests.ui.pilots import FakeRun, ViewHarness
 from tests.ui.test_benchmark import RecordedBench, events_of
@@ -118,7 +117,7 @@ def doctor_report() -> Report:
 
 SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
     "detect": lambda: DetectView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
-    "recommend": lambda: RecommendView(hostile_recommendation(), Choices(), Options(), lambda c, o: hostile_recommendation(), ["2.14.1"]),
+    "recommend": lambda: RecommendView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), ["2.14.1"]),
     "review": lambda: ReviewView(hostile_plan()),
     "install": lambda: InstallView(hostile_plan(), FakeRun(install_events()), attach=False, now=lambda: NOW),
     "reboot": lambda: RebootView(HOSTILE, HOSTILE, False),

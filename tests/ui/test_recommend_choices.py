@@ -29,11 +29,11 @@ async def test_only_working_builds_are_offered_and_the_others_say_why() -> None:
         select = view.query_one("#variant", Select)
         select.value = working[0]
         await pilot.pause()
-        assert view.choices.variant == working[0]
+        assert view.request.variant == working[0]
         await pilot.press("c")
         await pilot.pause()
     decided = app.answers[-1]
-    assert isinstance(decided, Decided) and decided.request.choices.variant == working[0]
+    assert isinstance(decided, Decided) and decided.request.variant == working[0]
 
 
 async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
@@ -53,9 +53,7 @@ async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
 async def test_keeping_the_installed_driver_is_offered_only_where_one_is_installed() -> None:
     from textual.widgets import SelectionList
 
-    from gpuwizard.planner import Options
     from gpuwizard.recommend.engine import recommend
-    from gpuwizard.recommend.result import Choices
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import target_from_facts
     from gpuwizard.screens.recommend import RecommendView
@@ -66,11 +64,11 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
     target = target_from_facts(facts_of("v100x4-ubuntu2204-driver535"), table)
     assert target.driver is not None
 
-    def recompute(choices: Choices, options: Options):  # type: ignore[no-untyped-def]
-        return recommend(table, target, SetupRequest(choices, options).engine_choices)
+    def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
+        return recommend(table, target, request.engine_choices)
 
     view = RecommendView(
-        recompute(Choices(), Options()), Choices(), Options(), recompute, ["2.14.1"],
+        recompute(SetupRequest()), SetupRequest(), recompute, ["2.14.1"],
         installed_driver=target.driver.version,
     )  # fmt: skip
     app = ViewHarness(view)
@@ -80,8 +78,8 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
         assert str(extras.get_option_at_index(0).prompt) == f"Keep driver {target.driver.version}"
         extras.select("keep_driver")
         await pilot.pause()
-        assert view.choices.keep_driver
+        assert view.request.keep_driver
         await pilot.press("c")
         await pilot.pause()
     decided = app.answers[-1]
-    assert isinstance(decided, Decided) and decided.request.choices.keep_driver
+    assert isinstance(decided, Decided) and decided.request.keep_driver

@@ -37,6 +37,7 @@ from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
 from gpuwizard.setup.request import SetupRequest
+from gpuwizard.stageviews import offered_pins
 from gpuwizard.version import Version
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeRun, ViewHarness, until
@@ -174,15 +175,15 @@ def recommend_view() -> RecommendView:
     versions = sorted((r.version for r in TABLE.torch_releases), key=Version.parse, reverse=True)
     builds = {r.version: r.variants for r in TABLE.torch_releases}
     return RecommendView(
-        recommendation(), Choices(), Options(),
-        lambda c, o: recommend(TABLE, target, SetupRequest(c, o).engine_choices),
-        versions[:4], None, builds,
+        recommendation(), SetupRequest(),
+        lambda request: recommend(TABLE, target, request.engine_choices),
+        versions[:4], None, builds, pins=offered_pins(TABLE, target),
     )  # fmt: skip
 
 
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
-    "recommend": lambda: RecommendView(recommendation(), Choices(), Options(), lambda c, o: recommendation(), ["2.14.1", "2.13.0"]),
+    "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), ["2.14.1", "2.13.0"]),
     "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),

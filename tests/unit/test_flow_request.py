@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.planner import Options
-from gpuwizard.recommend.result import Choices
 from gpuwizard.setup import flow
 from gpuwizard.setup.disk import read_request, save_request
 from gpuwizard.setup.request import SetupRequest, differences
 from tests.unit.test_flow import FACTS, PLAN, SELECTION, disk, journal, waiting_for_reboot
 
-RUN = SetupRequest(Choices(torch="2.14.1"), Options(cudnn=True))
+RUN = SetupRequest(torch="2.14.1", cudnn=True)
 
 
 def insisting(**changes: object) -> SetupRequest:
@@ -26,11 +24,11 @@ def insisting(**changes: object) -> SetupRequest:
 @pytest.mark.parametrize(
     ("asked", "named"),
     [
-        pytest.param(insisting(options=Options()), "--cudnn: the run in progress has on, this command asks off", id="an option dropped"),
-        pytest.param(insisting(options=Options(cudnn=True, docker=True)), "--docker: the run in progress has off, this command asks on", id="an option added"),
-        pytest.param(insisting(choices=Choices(torch="2.13.0")), "--torch: the run in progress has '2.14.1', this command asks '2.13.0'", id="another pin"),
-        pytest.param(insisting(choices=Choices()), "--torch: the run in progress has '2.14.1', this command asks not given", id="a pin dropped"),
-        pytest.param(insisting(options=Options(cudnn=True, persistence=False)), "--no-persistence: the run in progress has on, this command asks off", id="a negative flag"),
+        pytest.param(insisting(cudnn=False), "--cudnn: the run in progress has on, this command asks off", id="an option dropped"),
+        pytest.param(insisting(docker=True), "--docker: the run in progress has off, this command asks on", id="an option added"),
+        pytest.param(insisting(torch="2.13.0"), "--torch: the run in progress has '2.14.1', this command asks '2.13.0'", id="another pin"),
+        pytest.param(insisting(torch=None), "--torch: the run in progress has '2.14.1', this command asks not given", id="a pin dropped"),
+        pytest.param(insisting(persistence=False), "--no-persistence: the run in progress has on, this command asks off", id="a negative flag"),
     ],
 )  # fmt: skip
 @pytest.mark.parametrize(
@@ -56,8 +54,8 @@ def test_another_request_is_refused_with_exit_2_naming_what_differs(data, asked,
         pytest.param(disk(journal(), request=RUN), insisting(), flow.Installing, id="the same request: go on"),
         pytest.param(disk(journal(), request=RUN, runner="running"), insisting(), flow.Installing, id="the same request: attach"),
         pytest.param(disk(journal(), request=RUN), SetupRequest(), flow.Installing, id="the TUI is not bound"),
-        pytest.param(disk(journal(finished=True), request=RUN), insisting(options=Options()), flow.Showing, id="a finished run: a new plan"),
-        pytest.param(disk(journal()), insisting(options=Options()), flow.Installing, id="not recorded (an older run): as before"),
+        pytest.param(disk(journal(finished=True), request=RUN), insisting(cudnn=False), flow.Showing, id="a finished run: a new plan"),
+        pytest.param(disk(journal()), insisting(cudnn=False), flow.Installing, id="not recorded (an older run): as before"),
     ],
 )  # fmt: skip
 def test_the_same_request_or_no_record_goes_on_as_before(state, asked, expected):
@@ -65,7 +63,7 @@ def test_the_same_request_or_no_record_goes_on_as_before(state, asked, expected)
 
 
 def test_needs_nvcc_is_one_difference_not_two():
-    wants_nvcc = SetupRequest(Choices(needs_nvcc=True), Options(needs_nvcc=True))
+    wants_nvcc = SetupRequest(needs_nvcc=True)
     assert differences(SetupRequest(), wants_nvcc) == [
         "--needs-nvcc: the run in progress has off, this command asks on"
     ]

@@ -1,6 +1,7 @@
 """answers.yaml: the choices behind a setup, to replay it elsewhere (``apply --config``).
 
-It records choices, not commands: the pins (torch release, CUDA build, keep the driver), the
+It records choices, not commands: the pins (torch release, CUDA build, keep the driver; the
+driver branch, kernel modules and Python only when they were pinned), the
 options (environment, optional parts, nvcc: said once, there), the machine it was made on, and
 what the plan resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
 refuses, with the reason, a server the choices do not fit (another GPU architecture, another or
@@ -29,9 +30,9 @@ from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
 from gpuwizard.facts import HostFacts
 from gpuwizard.planner import Options, OptionsError, env_path
-from gpuwizard.recommend.pins import check_pins
+from gpuwizard.recommend.pins import PIN_NAMES, check_choices
 from gpuwizard.recommend.result import Choices
-from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.table import Flavor, load_table
 from gpuwizard.recommend.target import BadInput
 from gpuwizard.safetext import is_unsafe, one_line
 from gpuwizard.version import Version
@@ -77,6 +78,11 @@ class Pins:
     torch: str | None = None
     variant: str | None = None
     keep_driver: bool = False
+    driver_branch: str | None = None
+    driver_flavour: Flavor | None = None
+    python: str | None = None
+    """The last three are written only when the person pinned them (schema 2 reads files
+    without them: the engine picks, as before)."""
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,6 @@ class Answers:
     plan: tuple[str, ...]
     """The plan summary it resolved to; a replay that resolves differently is refused."""
 
-    @property
-    def engine_choices(self) -> Choices:
-        """The pins as the engine takes them, with the one nvcc wish."""
-        pins = self.choices
-        return Choices(pins.torch, pins.variant, pins.keep_driver, self.options.needs_nvcc)
-
 
 def made_on(facts: HostFacts) -> MadeOn:
     gpus = facts.hardware.gpus
@@ -127,15 +127,20 @@ def made_on(facts: HostFacts) -> MadeOn:
 
 
 def answers_for(source: ExportSource) -> Answers:
+    c = source.choices
     return Answers(
         schema=SCHEMA,
         gpuwizard=source.version,
         made_on=made_on(source.facts),
-        choices=Pins(source.choices.torch, source.choices.variant, source.choices.keep_driver),
+        choices=Pins(
+            c.torch, c.variant, c.keep_driver, c.driver_branch, c.driver_flavour, c.python
+        ),
         options=source.options,
         plan=source.plan.summary,
     )
 
+
+OPTIONAL_PINS = ("driver_branch", "driver_flavour", "python")
 
 HEADER = """\
 # gpuwizard answers: the choices behind a GPU server setup.
@@ -148,6 +153,10 @@ HEADER = """\
 
 def render_answers(source: ExportSource) -> str:
     data = to_jsonable(answers_for(source))
+    pins = data["choices"]
+    for unasked in OPTIONAL_PINS:
+        if pins[unasked] is None:  # said only when pinned: files without a pin stay as they were
+            del pins[unasked]
     body = yaml.dump(data, Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=100)
     return HEADER + body
 
@@ -255,11 +264,13 @@ def _check_values(answers: Answers) -> None:
         env_path(answers.options)  # the name becomes a path: the planner's rule applies
     except OptionsError as error:
         raise AnswersError(f"options.env_name: {error}") from None
-    choices = answers.choices
+    pins = answers.choices
+    choices = Choices(
+        pins.torch, pins.variant, pins.keep_driver, False, pins.driver_branch, None, pins.python
+    )
+    names = {name: f"choices.{name}" for name in PIN_NAMES}
     try:
-        check_pins(
-            load_table(), choices.torch, choices.variant, ("choices.torch", "choices.variant")
-        )
+        check_choices(load_table(), choices, names)
     except BadInput as error:
         raise AnswersError(str(error)) from None
 

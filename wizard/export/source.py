@@ -3,7 +3,7 @@ of the machine it was made on. Pure data: the front ends read it from a run's st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from gpuwizard import __version__
@@ -33,16 +33,22 @@ class ExportSource:
     facts: HostFacts
     version: str = __version__
     """The gpuwizard that made the plan."""
+    asked: Choices = field(default_factory=Choices)
+    """The pins the person gave: the driver branch, kernel modules and Python an answers file
+    repeats only when they were asked for (the plan resolves them otherwise)."""
 
     @property
     def choices(self) -> Choices:
         """The pins that reproduce this selection's recommendation."""
-        s = self.selection
+        s, asked = self.selection, self.asked
         return Choices(
             torch=s.torch.version,
             variant=s.torch.variant,
             keep_driver=s.driver.action == "keep",
             needs_nvcc=s.extras.cuda_toolkit is not None,
+            driver_branch=s.driver.branch if asked.driver_branch else None,
+            driver_flavour=s.driver.flavor if asked.driver_flavour else None,
+            python=s.env.python if asked.python else None,
         )
 
     @property

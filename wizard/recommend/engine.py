@@ -20,7 +20,7 @@ sentences.
 
 from __future__ import annotations
 
-from gpuwizard.recommend import debian_native, explain
+from gpuwizard.recommend import debian_native, explain, pinned
 from gpuwizard.recommend.refusal import refusal_from
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
 from gpuwizard.recommend.rules import THIRD_PARTY, Candidate, DriverAction, DriverOption, failures
@@ -87,12 +87,13 @@ def candidates(
     release: TorchRelease,
     options: tuple[DriverOption, ...],
     variant: str | None,
+    python: str | None = None,
 ) -> list[Candidate]:
     # A release with no build for this platform still yields its x86_64 variants, so the
     # wheel_exists rule can say so ("torch 2.5.1 has no cu124 build for aarch64").
     variants = [variant] if variant else list(release.builds_for(target.arch) or release.variants)
     return [
-        Candidate(release, v, table.build(v, release.version, target.arch), option)
+        Candidate(release, v, table.build(v, release.version, target.arch), option, python)
         for v in variants
         for option in options
     ]
@@ -141,12 +142,13 @@ def search(table: CompatTable, target: Target, choices: Choices) -> Search:
     ):
         raise BadInput(f"--variant {choices.variant!r}: no PyTorch release has that build")
     options = driver_options(table, target, os_row, choices)
+    usable = tuple(o for o in options if pinned.allowed(o, choices))
     closest: Candidate | None = None
     tried: list[Candidate] = []
     for release in releases:
         scored = [
             (c, len(failures(table, target, c, choices.needs_nvcc)), rank(table, c, target.arch))
-            for c in candidates(table, target, release, options, choices.variant)
+            for c in candidates(table, target, release, usable, choices.variant, choices.python)
         ]
         if closest is None and scored:
             closest = min(scored, key=lambda s: (s[1], s[2]))[0]
@@ -164,7 +166,12 @@ def recommend(
     """The recommendation for a target, or a refusal that says why and what would help."""
     if refusal := explain.precondition_refusal(table, target):
         return refusal
+    os_row = match_os(table, target.os_id or "", target.os_version or "")
+    if why := pinned.pin_refusal(table, target, os_row, choices):
+        return Refusal(why, explain.summarise_gpus(target.gpus))
     found = search(table, target, choices)
     if found.winner is None:
+        if why := pinned.nothing_allowed(found.options, choices, found.os_row):
+            return Refusal(why, explain.summarise_gpus(target.gpus))
         return refusal_from(table, found)
     return explain.recommendation_from(table, found)

@@ -12,7 +12,7 @@ from collections import Counter
 
 from gpuwizard.gpus import GpuModel
 from gpuwizard.recommend import changes as change_list
-from gpuwizard.recommend import debian_native
+from gpuwizard.recommend import debian_native, pinned
 from gpuwizard.recommend.result import (
     PYTORCH_INDEX,
     DriverPlan,
@@ -109,7 +109,9 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
     )
 
 
-def _python_plan(target: Target, release: TorchRelease) -> PythonPlan:
+def _python_plan(target: Target, release: TorchRelease, pin: str | None) -> PythonPlan:
+    if pin is not None:  # checked by now: the OS has it and the release has wheels for it
+        return PythonPlan(pin, "use_system" if pin == target.python else "install", pinned=True)
     low, high = (Version.parse(v) for v in release.python_for(target.arch))
     if target.python and low <= Version.parse(target.python) <= high:
         return PythonPlan(target.python, "use_system")
@@ -130,7 +132,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
     winner = found.winner
     assert winner is not None
     target = found.target
-    python = _python_plan(target, winner.torch)
+    python = _python_plan(target, winner.torch, found.choices.python)
     driver = _driver_plan(table, found, winner)
     changes = change_list.changes(table, target, found.os_row, driver, python, winner.torch)
     release = winner.torch
@@ -165,6 +167,10 @@ def reasons(
         for g in summarise_gpus(target.gpus)
     ]
     out.append(_driver_reason(table, target, winner.driver, driver))
+    branch, flavour = found.choices.driver_branch, found.choices.driver_flavour
+    if branch or flavour:
+        asked = " ".join(p for p in (f"R{branch}" if branch else "", flavour or "") if p)
+        out[-1] += f" (as requested: {asked})"
     release = winner.torch
     if found.choices.torch:
         out.append(f"torch {release.version}: as requested")
@@ -176,7 +182,10 @@ def reasons(
     out.append(_variant_reason(table, winner, target.arch))
     low, high = release.python_for(target.arch)
     supported = f"torch {release.version} supports Python {low}–{high}"
-    if python.action == "use_system":
+    if python.pinned:
+        where = "the system's" if python.action == "use_system" else "from the OS's archive"
+        out.append(f"Python {python.version} ({where}): as requested; {supported}")
+    elif python.action == "use_system":
         out.append(f"the system's Python {python.version} fits: {supported}")
     else:
         out.append(f"Python {python.version} will be installed for the environment: {supported}")
@@ -245,6 +254,7 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
             variant,
             table.build(variant, chosen.torch.version, target.arch),
             chosen.driver,
+            chosen.python,
         )
         problems = failures(table, target, alt, needs_nvcc)
         out.append(
@@ -259,16 +269,28 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
     for option in found.options:
         if option == chosen.driver:
             continue
-        alt = Candidate(chosen.torch, chosen.variant, chosen.build, option)
-        problems = failures(table, target, alt, needs_nvcc)
-        reason = problems[0] if problems else _driver_preference(table, chosen.driver, option)
-        if problems and option.source == debian_native.SOURCE:
-            reason += debian_native.hint(table, target, chosen.torch, option, needs_nvcc)
+        reason = _driver_rejected(table, found, chosen, option)
         if (option.label, reason) not in seen:
             seen.add((option.label, reason))
             out.append(Rejected(option.label, reason))
     out += [Rejected(label, why) for label, why in debian_native.not_offered(found.os_row)]
     return out
+
+
+def _driver_rejected(
+    table: CompatTable, found: Search, chosen: Candidate, option: DriverOption
+) -> str:
+    """Why a driver option lost: the pins exclude it, a rule fails, or it ranks lower."""
+    if excluded := pinned.excluded_by_pin(option, found.choices):
+        return excluded
+    target, needs_nvcc = found.target, found.choices.needs_nvcc
+    alt = Candidate(chosen.torch, chosen.variant, chosen.build, option, chosen.python)
+    problems = failures(table, target, alt, needs_nvcc)
+    if not problems:
+        return _driver_preference(table, chosen.driver, option)
+    if option.source == debian_native.SOURCE:
+        return problems[0] + debian_native.hint(table, target, chosen.torch, option, needs_nvcc)
+    return problems[0]
 
 
 def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejected]:

@@ -23,6 +23,7 @@ from gpuwizard.recommend.rules import (
     flavor_fits_gpus,
     toolkit_available,
     wheel_exists,
+    wheel_for_python,
     wheel_has_kernels,
 )
 from gpuwizard.recommend.table import CompatTable
@@ -30,6 +31,7 @@ from gpuwizard.recommend.table import CompatTable
 # In the order a person fixes them: the wheel, then the driver's flavour, the GPU, the CUDA.
 CAUSES: tuple[tuple[str, tuple[Rule, ...]], ...] = (
     ("build", (wheel_exists, wheel_has_kernels)),
+    ("python", (wheel_for_python,)),
     ("flavor", (flavor_fits_gpus,)),
     ("driver", (driver_supports_gpus,)),
     ("cuda", (driver_runs_wheel,)),
@@ -85,6 +87,8 @@ def _lead(table: CompatTable, found: Search, cause: str, first: str) -> str:
         return f"{scope} has no CUDA build for {target.arch} in gpuwizard's table: {first}"
     if cause == "build":
         return f"no {target.arch} CUDA build of {scope} has kernels for {names}: {first}"
+    if cause == "python":
+        return f"{scope} has no wheels for Python {found.choices.python} on {target.arch}"
     if cause == "flavor":
         return f"no kernel-module flavour serves every GPU here: {first}"
     if cause == "driver":
@@ -111,5 +115,8 @@ def _prefix(found: Search) -> str:
     choices = found.choices
     parts = [f"torch {found.releases[0].version}" if choices.torch and found.releases else ""]
     parts += [choices.variant or "", "the installed driver" if choices.keep_driver else ""]
+    parts += [f"R{choices.driver_branch}" if choices.driver_branch else ""]
+    parts += [f"{choices.driver_flavour} modules" if choices.driver_flavour else ""]
+    parts += [f"Python {choices.python}" if choices.python else ""]
     pins = " with ".join(p for p in parts if p)
     return f"nothing fits {pins}: " if pins else ""

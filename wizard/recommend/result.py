@@ -26,6 +26,12 @@ class Choices:
     variant: str | None = None
     keep_driver: bool = False
     needs_nvcc: bool = False
+    driver_branch: str | None = None
+    """A driver branch ("580"): only that branch is installed (or kept, when it is the one here)."""
+    driver_flavour: Flavor | None = None
+    """The kernel modules: open or proprietary; None lets the GPUs and the branch decide."""
+    python: str | None = None
+    """The environment's CPython ("3.11"): the OS's python3 or one its archive packages beside it."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class TorchPlan:
 class PythonPlan:
     version: str
     action: Literal["use_system", "install"]
+    pinned: bool = False
+    """Asked for by name: the planner installs exactly this one (from the OS's archive)."""
 
 
 @dataclass(frozen=True)

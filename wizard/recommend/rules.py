@@ -49,6 +49,8 @@ class Candidate:
     variant: str
     build: WheelBuild | None
     driver: DriverOption
+    python: str | None = None
+    """The environment's Python when the person pinned one (None: the engine picks one)."""
 
 
 Rule = Callable[[CompatTable, Target, Candidate], "str | None"]
@@ -135,6 +137,20 @@ def flavor_fits_gpus(table: CompatTable, target: Target, c: Candidate) -> str | 
     return None
 
 
+def wheel_for_python(table: CompatTable, target: Target, c: Candidate) -> str | None:
+    """A pinned Python needs a wheel of the release for it on this platform (PyPI's range)."""
+    del table
+    if c.python is None:
+        return None
+    low, high = c.torch.python_for(target.arch)
+    if Version.parse(low) <= Version.parse(c.python) <= Version.parse(high):
+        return None
+    return (
+        f"torch {c.torch.version} has no wheels for Python {c.python} on {target.arch} "
+        f"(it supports {low}–{high})"
+    )
+
+
 def toolkit_available(table: CompatTable, target: Target, c: Candidate) -> str | None:
     """Only asked when nvcc is wanted: NVIDIA must publish that CUDA for this OS."""
     os_row = match_os(table, target.os_id or "", target.os_version or "")
@@ -159,6 +175,7 @@ def source_serves_host(table: CompatTable, target: Target, c: Candidate) -> str 
 RULES: tuple[Rule, ...] = (
     wheel_exists,
     wheel_has_kernels,
+    wheel_for_python,
     flavor_fits_gpus,
     driver_supports_gpus,
     driver_runs_wheel,
