@@ -42,15 +42,15 @@ def prepare(home: Path, megabytes: int, profile: str) -> None:
     from gpuwizard.recommend.table import load_table
     from gpuwizard.runner.control import prepare_run
     from gpuwizard.setup.plan import make_plan
+    from gpuwizard.setup.request import SetupRequest
     from gpuwizard.sim.backend import sim_backend
     from gpuwizard.sim.sandbox import place_for
-    from tests.requests import request_of
 
     backend = sim_backend(profile, reset=True, home=home)
     rule = {"tool": "apt-get", "match": "update", "times": 1, "flood_mb": megabytes, "exit": 100}
     place_for(profile, home).sandbox.write_json("scenario.json", {"rules": [rule]})
     facts = detect_host(backend.host())
-    plan, selection = make_plan(load_table(), facts, request_of())
+    plan, selection = make_plan(load_table(), facts, SetupRequest())
     prepare_run(backend.state_dir, plan, selection, facts)
 
 
