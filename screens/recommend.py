@@ -17,10 +17,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, Select, SelectionList, Static
 
+from gpuwizard.core.selection import EnvKind
 from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
-from gpuwizard.selection import EnvKind
 from gpuwizard.setup.flow import Back, Decided
 from gpuwizard.setup.request import SetupRequest
 

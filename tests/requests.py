@@ -3,7 +3,7 @@ build the one ``SetupRequest`` the front ends build, through this adapter."""
 
 from __future__ import annotations
 
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.setup.request import SetupRequest
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuwizard.export import answers as answers_module
 from gpuwizard.export.answers import AnswersError, load_answers, misfits, render_answers
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.setup.request import from_answers
 from tests.conftest import facts_of

@@ -27,7 +27,7 @@ TARGET_MS = 150
 """This real machine, idle."""
 SIMULATED_TARGET_MS = 100
 GOAL_TIMES_FASTER = 30
-HEAVY = ("textual", "torch", "yaml", "gpuwizard.app", "gpuwizard.recommend.engine")
+HEAVY = ("textual", "torch", "yaml", "gpuwizard.frontends.app", "gpuwizard.recommend.engine")
 """Modules `detect` must not need: the TUI, torch, the solver, a YAML parser."""
 TORCH_PYTHONS = ("/work/main/.venv-torch/bin/python", ".venv-torch/bin/python")
 
@@ -92,11 +92,11 @@ def versus_collect_env(python: str, runs: int = 9, anchor_runs: int = 3) -> Vers
 def in_process_breakdown(profile: str) -> dict[str, float]:
     code = (
         "import time; t0 = time.perf_counter()\n"
-        "import gpuwizard.cli\n"
+        "import gpuwizard.frontends.cli\n"
         "t1 = time.perf_counter()\n"
         "import io, contextlib\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    gpuwizard.cli.main(['detect', '--json', '--simulate', '{profile}'])\n"
+        f"    gpuwizard.frontends.cli.main(['detect', '--json', '--simulate', '{profile}'])\n"
         "t2 = time.perf_counter()\n"
         "print((t1 - t0) * 1000, (t2 - t1) * 1000)\n"
     )
@@ -144,7 +144,7 @@ def heavy_imports(args: list[str]) -> list[str]:
     """Which of HEAVY a detect run on this machine imported (should be none)."""
     code = (
         "import sys, io, contextlib\n"
-        "from gpuwizard.cli import main\n"
+        "from gpuwizard.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         f"    main({args!r})\n"
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.codec import to_jsonable
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.paths import STATE_DIR
+from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.paths import STATE_DIR
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.recording import recorded_host
 from tests.realhost.conftest import gpuwizard, one_line
 
 pytestmark = pytest.mark.timeout(180)
@@ -47,10 +47,10 @@ def test_detect_json_is_one_valid_json_object(tmp_path: Path, this_host: dict[st
 
 def test_detect_stays_light_on_this_machine() -> None:
     """detect loads neither the TUI, torch, the solver nor a YAML parser (compat.json compiled)."""
-    heavy = ("textual", "torch", "yaml", "gpuwizard.app", "gpuwizard.recommend.engine")
+    heavy = ("textual", "torch", "yaml", "gpuwizard.frontends.app", "gpuwizard.recommend.engine")
     code = (
         "import sys, io, contextlib\n"
-        "from gpuwizard.cli import main\n"
+        "from gpuwizard.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['detect', '--json'])\n"
         f"print(' '.join(m for m in {heavy!r} if m in sys.modules))\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect.platform import parse_btime
-from gpuwizard.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
+from gpuwizard.core.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
+from gpuwizard.machine.detect.platform import parse_btime
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.layout import EVENTS, EXIT_DONE, EXIT_REBOOT, EXIT_STOPPED
 from gpuwizard.runner.lock import RunRecord, process_start_ticks, runner_status, write_run_record

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Select
 
+from gpuwizard.frontends.stageviews import offered_pins
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
@@ -14,7 +15,6 @@ from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.setup.flow import Decided
 from gpuwizard.setup.plan import make_plan
 from gpuwizard.setup.request import SetupRequest
-from gpuwizard.stageviews import offered_pins
 from tests.cli.helpers import gpuwizard
 from tests.conftest import facts_of
 from tests.ui.pilots import ViewHarness

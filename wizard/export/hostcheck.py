@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.core.facts import HostFacts
 
 NONE = "none"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 
+from gpuwizard.core.version import Version, is_cuda_variant, is_version, variant_cuda
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import CompatTable, DriverBranch, TorchRelease
 from gpuwizard.recommend.target import BadInput
-from gpuwizard.version import Version, is_cuda_variant, is_version, variant_cuda
 
 
 def _series(table: CompatTable, pin: str) -> list[TorchRelease]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.version import Version, is_cuda_variant, variant_cuda
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.version import Version, is_cuda_variant, variant_cuda
 
 DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
 Flavor = Literal["open", "proprietary"]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.facts import BootMark, judge_boot
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import BootMark, judge_boot
 from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.files import write_atomic
 from gpuwizard.runner.journal import Journal, JournalData, JournalError

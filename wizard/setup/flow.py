@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Plan, assert_never
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan, assert_never
+from gpuwizard.core.selection import Selection
 from gpuwizard.runner.journal import JournalData
-from gpuwizard.selection import Selection
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.lease import Holder
 from gpuwizard.setup.request import SetupRequest, differences

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from gpuwizard.core.selection import EnvKind, Flavor
 from gpuwizard.export.answers import Answers
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
-from gpuwizard.selection import EnvKind, Flavor
 
 
 @dataclass(frozen=True)
