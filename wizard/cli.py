@@ -287,8 +287,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         choices, options = answers.engine_choices, answers.options
     elif args.accept_changes:
         raise UsageError("--accept-changes goes with --config answers.yaml")
+    rebooted = None if args.rebooted is None else args.rebooted == "yes"
     request = ApplyRequest(
-        SetupRequest(choices, options), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        SetupRequest(choices, options, rebooted=rebooted), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
         answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
     )  # fmt: skip
     backend = backend_for(args)

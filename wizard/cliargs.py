@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the one-time MOK password from standard input (a pipe)",
     )
+    apply.add_argument(
+        "--rebooted",
+        choices=("yes", "no"),
+        help="whether the machine restarted since gpuwizard asked for a reboot, where neither "
+        "its boot_id nor /proc/stat's boot time can tell",
+    )
     apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
     bench = sub.add_parser(

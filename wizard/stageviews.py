@@ -29,7 +29,7 @@ from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.reboot import RebootView
+from gpuwizard.screens.reboot import RebootView, RestartQuestionView
 from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
@@ -67,8 +67,10 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             come_back = f"{ssh_hint}   then   gpuwizard"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
             return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
+        case flow.AskingReboot():
+            return RestartQuestionView(stage.since)
         case flow.Resuming():
-            return ResumeView(stage.plan, driver)
+            return ResumeView(stage.plan, driver, stage.rebooted)
         case flow.Verifying():
             return VerifyView(stage.facts.installs.verification)
         case flow.Benchmarking():

@@ -24,6 +24,9 @@ class SetupRequest:
     insists: bool = False
     """Given on the command line (``apply``): a run in progress made from another request is
     refused rather than followed. A person choosing in the TUI decides after seeing the run."""
+    rebooted: bool | None = None
+    """``apply --rebooted yes|no``: the answer to "did this machine restart?" given up front, for
+    a reboot no boot signal can judge. Used once, never saved, never compared with a run's."""
 
     @property
     def engine_choices(self) -> Choices:
