@@ -53,7 +53,10 @@ def parse_formats(text: str | None) -> list[str]:
 def source_planned(machine: Machine, answers: Answers | None, accept: bool) -> ExportSource:
     facts = detect_host(machine.host())
     request = SetupRequest(answers.engine_choices, answers.options) if answers else SetupRequest()
-    replay = Replay(answers, accept) if answers else None
+    # export has no --force: its --accept-changes plans anyway (it changes nothing here).
+    replay = (
+        Replay(answers, accept, force=accept, force_flag="--accept-changes") if answers else None
+    )
     planned = plan_request(load_table(), facts, request, replay)
     if isinstance(planned, PlanRefused):
         raise ExportUsageError(planned.why, planned.code, no_gpu=planned.no_gpu)

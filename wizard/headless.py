@@ -55,7 +55,9 @@ class ApplyRequest:
     answers: Answers | None = None
     """Replaying an answers file: the request above comes from it."""
     accept_changes: bool = False
-    """Plan even where the answers were made for another kind of server or resolve differently."""
+    """Plan even where the answers resolve to a different plan here."""
+    force: bool = False
+    """Replay the answers on a host unlike the one they were made on (--force, GPUWIZARD_FORCE=1)."""
     secrets: Mapping[str, Secret] = field(default_factory=dict)
     """Secrets given up front (--mok-password-file/-stdin), by SecretRef name; asked for otherwise."""
 
@@ -403,7 +405,9 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
     """Run the state machine to the end with scripted answers; the exit code."""
     # Flags given on the command line insist: a run in progress made from others is refused.
     request = replace(request, setup=replace(request.setup, insists=True))
-    replay = Replay(request.answers, request.accept_changes) if request.answers else None
+    replay = (
+        Replay(request.answers, request.accept_changes, request.force) if request.answers else None
+    )
     driver = SetupDriver(
         backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply"
     )
