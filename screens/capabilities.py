@@ -7,7 +7,7 @@ from typing import Protocol
 
 from gpuwizard.bench.protocol import BenchEvent
 from gpuwizard.bench.results import BenchSummary
-from gpuwizard.facts import FreeSpace
+from gpuwizard.core.facts import FreeSpace
 from gpuwizard.runner.events import Envelope
 from gpuwizard.setup.disk import DiskState
 

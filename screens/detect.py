@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.sizing import Finding
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView

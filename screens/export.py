@@ -19,9 +19,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, SelectionList, Static
 
+from gpuwizard.core.safetext import clean
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
-from gpuwizard.safetext import clean
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Exported

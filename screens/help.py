@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpuwizard.safetext import clean
+from gpuwizard.core.safetext import clean
 from gpuwizard.screens.keymap import KEYS
 
 

@@ -27,9 +27,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from gpuwizard.facts import mount_holding
-from gpuwizard.hints import KnownError, match
-from gpuwizard.plan import Plan, StepPlan, WriteFile
+from gpuwizard.core.facts import mount_holding
+from gpuwizard.core.hints import KnownError, match
+from gpuwizard.core.plan import Plan, StepPlan, WriteFile
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gpuwizard.safetext import clean
+from gpuwizard.core.safetext import clean
 
 
 def plain(text: str, style: str = "") -> Text:

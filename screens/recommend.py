@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, Select, SelectionList, Static
 
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView

@@ -19,8 +19,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.facts import BootSignal
-from gpuwizard.plan import Plan
+from gpuwizard.core.facts import BootSignal
+from gpuwizard.core.plan import Plan
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import RunView, Stopped, fold, told_by
 from gpuwizard.screens.capabilities import RunControl

@@ -11,8 +11,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.plan import Plan
-from gpuwizard.plan_view import describe
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.plan_view import describe
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Approved, Back

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.facts import VerifyReport
+from gpuwizard.core.facts import VerifyReport
 from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue

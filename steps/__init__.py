@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpuwizard.facts import HostFacts, NvmlUnavailable
-from gpuwizard.kernels import headers_gone
-from gpuwizard.plan import SCHEMA, Plan
-from gpuwizard.selection import Selection
+from gpuwizard.core.facts import HostFacts, NvmlUnavailable
+from gpuwizard.core.kernels import headers_gone
+from gpuwizard.core.plan import SCHEMA, Plan
+from gpuwizard.core.selection import Selection
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
 from gpuwizard.steps.base import Cost, Step, step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau

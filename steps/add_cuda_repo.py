@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Target, WriteFile
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import Check, apt_update, fetch, unconfirmed_note
 
 CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos"

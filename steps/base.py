@@ -1,7 +1,7 @@
 """What a step is, and the builders every step shares (apt/dnf, downloads, services).
 
 A step is a pure declaration over HostFacts: ``check`` says whether the host is already in the
-step's end state, ``plan`` lists the typed operations (``gpuwizard.ops``) that get it there
+step's end state, ``plan`` lists the typed operations (``gpuwizard.core.ops``) that get it there
 (empty exactly when ``check`` holds), ``verify`` judges fresh facts after them (and after the
 reboot when ``needs_reboot``). Steps never read the machine and never run anything.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import (
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import (
     AptInstall,
     AptUpdate,
     DnfInstall,
@@ -25,8 +25,8 @@ from gpuwizard.ops import (
     Service,
     Sha256,
 )
-from gpuwizard.pins import pin_for
-from gpuwizard.plan import Action, StepPlan, Target
+from gpuwizard.core.pins import pin_for
+from gpuwizard.core.plan import Action, StepPlan, Target
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def fetch(
     dearmor: bool = False,
 ) -> Download:
     """Download to a file, atomically, checked against its pin in gpuwizard's data
-    (``gpuwizard.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
+    (``gpuwizard.core.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
     fails the step. A file pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
 
     Raises:

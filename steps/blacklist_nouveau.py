@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import Command
-from gpuwizard.paths import NOUVEAU_CONF
-from gpuwizard.plan import Action, Target, WriteFile
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import Command
+from gpuwizard.core.paths import NOUVEAU_CONF
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import Check
 
 BLACKLIST = (

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import Environment, HostFacts
-from gpuwizard.ops import CondaCreate, MiniforgeInstall, UvVenv, Venv
-from gpuwizard.paths import DOWNLOADS_DIR, MINIFORGE_DIR
-from gpuwizard.plan import Action, Target
-from gpuwizard.selection import EnvChoice
+from gpuwizard.core.facts import Environment, HostFacts
+from gpuwizard.core.ops import CondaCreate, MiniforgeInstall, UvVenv, Venv
+from gpuwizard.core.paths import DOWNLOADS_DIR, MINIFORGE_DIR
+from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.selection import EnvChoice
 from gpuwizard.steps.base import Check, apt_install, fetch, missing, unconfirmed_note
 from gpuwizard.steps.install_python import UV
 

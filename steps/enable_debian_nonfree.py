@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import AptSource, HostFacts
-from gpuwizard.paths import DEBIAN_NONFREE_SOURCES
-from gpuwizard.plan import Action, Target, WriteFile
+from gpuwizard.core.facts import AptSource, HostFacts
+from gpuwizard.core.paths import DEBIAN_NONFREE_SOURCES
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import Check, apt_update
 
 COMPONENTS = ("contrib", "non-free", "non-free-firmware")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check, done_when, enable_service
 
 UNIT = "nvidia-persistenced"

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import Command
-from gpuwizard.paths import MOK_PUBLIC_KEY
-from gpuwizard.plan import Action, SecretRef, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import Command
+from gpuwizard.core.paths import MOK_PUBLIC_KEY
+from gpuwizard.core.plan import Action, SecretRef, Target
 from gpuwizard.steps.base import Check
 
 MOK_PASSWORD_MIN, MOK_PASSWORD_MAX = 1, 256

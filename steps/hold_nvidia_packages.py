@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import AptHold
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import AptHold
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check
 
 

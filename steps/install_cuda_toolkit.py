@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.paths import CUDA_PROFILE
-from gpuwizard.plan import Action, Target, WriteFile
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.paths import CUDA_PROFILE
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import Check, install_packages, missing
 
 

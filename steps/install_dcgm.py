@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import Command, Service
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import Command, Service
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check, enable_service, install_packages, missing
 
 UNIT = "nvidia-dcgm"

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import Service
-from gpuwizard.paths import DOCKER_DAEMON_JSON
-from gpuwizard.plan import Action, Target, WriteFile
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import Service
+from gpuwizard.core.paths import DOCKER_DAEMON_JSON
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.steps.base import (
     Check,
     PlanError,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.kernels import headers_packages, kernels_needing_modules
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.kernels import headers_packages, kernels_needing_modules
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check, install_packages
 
 

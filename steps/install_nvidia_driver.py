@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.kernels import next_boot_kernel
-from gpuwizard.ops import DnfModuleEnable, DnfVersionLock
-from gpuwizard.plan import Action, Target
-from gpuwizard.selection import DriverChoice
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.kernels import next_boot_kernel
+from gpuwizard.core.ops import DnfModuleEnable, DnfVersionLock
+from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.selection import DriverChoice
 from gpuwizard.steps.base import Check, apt_install, install_packages, missing
 
 SOURCES = {

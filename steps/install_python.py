@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import UvPythonInstall
-from gpuwizard.paths import TOOLS_DIR
-from gpuwizard.plan import Action, Target
-from gpuwizard.selection import EnvChoice
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import UvPythonInstall
+from gpuwizard.core.paths import TOOLS_DIR
+from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.selection import EnvChoice
 from gpuwizard.steps.base import Check, fetch, install_packages
 
 UV_VERSION = "0.13.9"

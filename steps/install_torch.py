@@ -6,7 +6,7 @@ three versions are pinned together, because a torchvision built for another torc
 import (light-the-torch#157). pip itself is first brought to a pinned version (pins.yaml).
 
 PyPI's default CUDA build of a release is PyPI's own torch wheel; for the sets gpuwizard has a
-hashes file of (``gpuwizard/torch-hashes``, from PyPI's metadata) the two wheels are downloaded
+hashes file of (``gpuwizard/core/torch-hashes``, from PyPI's metadata) the two wheels are downloaded
 with ``pip download --require-hashes`` (checked against those hashes) from PyPI and installed
 from the download folder, the dependencies resolved from PyPI as usual. The other builds live on
 PyTorch's own index, whose hashes could not be read from where gpuwizard's data is made: they
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import PipDownload, PipInstall
-from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
-from gpuwizard.plan import Action, Target, WriteFile
-from gpuwizard.selection import EnvChoice, TorchChoice
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import PipDownload, PipInstall
+from gpuwizard.core.paths import DOWNLOADS_DIR
+from gpuwizard.core.pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
+from gpuwizard.core.plan import Action, Target, WriteFile
+from gpuwizard.core.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.create_env import find_env
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts, NvmlOk
-from gpuwizard.kernels import headers_gone
-from gpuwizard.ops import Command
-from gpuwizard.plan import Action, Target
-from gpuwizard.selection import Selection
+from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.kernels import headers_gone
+from gpuwizard.core.ops import Command
+from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.selection import Selection
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
 from gpuwizard.steps.upgrade_kernel import kernel_pending

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuwizard import ops
-from gpuwizard.facts import HostFacts, NvmlOk
-from gpuwizard.kernels import next_boot_kernel
-from gpuwizard.plan import Action, Target
+from gpuwizard.core import ops
+from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.kernels import next_boot_kernel
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.blacklist_nouveau import nouveau_in_use
 

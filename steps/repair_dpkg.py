@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import AptFixBroken, DpkgConfigure
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import AptFixBroken, DpkgConfigure
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check, done_when
 
 

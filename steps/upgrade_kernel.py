@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.kernels import headers_gone, next_boot_kernel
-from gpuwizard.ops import AptUpgrade, DnfUpgrade
-from gpuwizard.plan import Action, Target
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.kernels import headers_gone, next_boot_kernel
+from gpuwizard.core.ops import AptUpgrade, DnfUpgrade
+from gpuwizard.core.plan import Action, Target
 from gpuwizard.steps.base import Check, apt_install, apt_update
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.facts import HostFacts, judge_boot
-from gpuwizard.ops import Command
-from gpuwizard.paths import VERIFY_REPORT
-from gpuwizard.plan import Action, Target
-from gpuwizard.selection import EnvChoice, TorchChoice
+from gpuwizard.core.facts import HostFacts, judge_boot
+from gpuwizard.core.ops import Command
+from gpuwizard.core.paths import VERIFY_REPORT
+from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 
 # The probe is a standalone script (verify_probe.py) run with ``python -c`` in the target

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.facts import HostFacts
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.recording import recorded_host
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.sim.profiles import list_profiles
 

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuwizard.codec import to_jsonable
-from gpuwizard.ops import Action, AptUpdate, WriteFile
-from gpuwizard.plan import Plan
+from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.ops import Action, AptUpdate, WriteFile
+from gpuwizard.core.plan import Plan
 from gpuwizard.steps.verify_torch import VERIFY_SCRIPT
 
 V1_RUNS = Path(__file__).parent / "golden" / "plans-v1.json"

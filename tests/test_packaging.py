@@ -75,7 +75,7 @@ def test_the_wheel_holds_only_gpuwizard(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names}
     assert top == {"gpuwizard", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert "gpuwizard/recommend/compat.yaml" in names and "gpuwizard/nvidia_pci.tsv" in names
+    assert "gpuwizard/recommend/compat.yaml" in names and "gpuwizard/core/nvidia_pci.tsv" in names
     assert any(
         n.startswith("gpuwizard/sim/recorded-hosts/h100x8-ubuntu2204-fresh/root/") for n in names
     )

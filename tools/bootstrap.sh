@@ -8,7 +8,7 @@
 #   1. a system Python >= 3.10 whose venv module works -> a virtual environment from it;
 #   2. otherwise the pinned uv release is fetched from the package index (PEP 691 simple API,
 #      PIP_INDEX_URL respected, https only), its SHA-256 checked against the value pinned below
-#      (the same as wizard/pins.yaml), and uv builds the environment, from a system Python
+#      (the same as wizard/core/pins.yaml), and uv builds the environment, from a system Python
 #      >= 3.10 if there is one, else from a standalone CPython it downloads (uv verifies those
 #      downloads itself).
 # Everything lands in $GPUWIZARD_PREFIX (default ~/.local/share/gpuwizard, or /opt/gpuwizard
@@ -18,7 +18,7 @@ set -Eeuo pipefail
 UV_VERSION="0.13.9"
 UV_SHA256_X86_64="d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19"
 UV_SHA256_AARCH64="5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe"
-PIP_VERSION="26.3" # as wizard/pins.yaml pins it for Python >= 3.10 (a test keeps them equal)
+PIP_VERSION="26.3" # as wizard/core/pins.yaml pins it for Python >= 3.10 (a test keeps them equal)
 STANDALONE_PYTHON="3.12"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

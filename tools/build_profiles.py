@@ -21,14 +21,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuwizard import dpkgdb
-from gpuwizard.codec import to_jsonable
-from gpuwizard.detect.apt_sources import header_packages
-from gpuwizard.detect.installs import PACKAGE_PATTERNS, RPM_QUERY
-from gpuwizard.detect.recording import command_key
-from gpuwizard.detect.system import FREE_SPACE_PATHS
-from gpuwizard.facts import NvmlGpu, NvmlOk, NvmlUnavailable
-from gpuwizard.paths import MANAGED_SERVICES
+from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.facts import NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.core.paths import MANAGED_SERVICES
+from gpuwizard.machine import dpkgdb
+from gpuwizard.machine.detect.apt_sources import header_packages
+from gpuwizard.machine.detect.installs import PACKAGE_PATTERNS, RPM_QUERY
+from gpuwizard.machine.detect.recording import command_key
+from gpuwizard.machine.detect.system import FREE_SPACE_PATHS
 
 PROFILES = Path(__file__).resolve().parent.parent / "wizard" / "sim" / "recorded-hosts"
 

@@ -45,7 +45,8 @@ from pathlib import Path
 from pip._vendor.packaging.markers import default_environment
 from pip._vendor.packaging.requirements import Requirement
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.version import Version
 from gpuwizard.recommend.pypi_facts import (
     OLDEST,
     PLATFORMS,
@@ -57,7 +58,6 @@ from gpuwizard.recommend.pypi_facts import (
     disagreements,
 )
 from gpuwizard.recommend.table import load_table
-from gpuwizard.version import Version
 
 CACHE = Path(__file__).with_name("compat_pypi_cache.json")
 INDEX = "https://pypi.org/simple"

@@ -36,28 +36,48 @@ class Gate:
 
 GATES = (
     # The door to the real machine.
-    Gate("gpuwizard.detect", "local_host", "lines", "the real host"),
+    Gate("gpuwizard.machine.detect", "local_host", "lines", "the real host"),
     Gate(
-        "gpuwizard.host",
+        "gpuwizard.machine.host",
         "SubprocessRunner.__call__",
         "branches",
         "real commands, incl. missing/denied/slow tools",
     ),
-    Gate("gpuwizard.host", "_is_dir", "lines", "a folder this user may not enter"),
-    Gate("gpuwizard.host", "Host.read_bytes", "lines", "files on the real machine"),
-    Gate("gpuwizard.host", "Host.listdir", "lines", "folders on the real machine"),
+    Gate("gpuwizard.machine.host", "_is_dir", "lines", "a folder this user may not enter"),
+    Gate("gpuwizard.machine.host", "Host.read_bytes", "lines", "files on the real machine"),
+    Gate("gpuwizard.machine.host", "Host.listdir", "lines", "folders on the real machine"),
     # The real machine as front ends drive it.
-    Gate("gpuwizard.cli", "real_backend", "lines", "the real backend"),
-    Gate("gpuwizard.cli", "reboot_this_machine", "lines", "the real reboot (its command captured)"),
-    Gate("gpuwizard.cli", "require_root", "branches", "root and not root"),
-    Gate("gpuwizard.cli", "has_nvidia_gpu", "lines", "the real GPU check before the TUI"),
+    Gate("gpuwizard.frontends.cli", "real_backend", "lines", "the real backend"),
+    Gate(
+        "gpuwizard.frontends.cli",
+        "reboot_this_machine",
+        "lines",
+        "the real reboot (its command captured)",
+    ),
+    Gate("gpuwizard.frontends.cli", "require_root", "branches", "root and not root"),
+    Gate("gpuwizard.frontends.cli", "has_nvidia_gpu", "lines", "the real GPU check before the TUI"),
     # Real or simulated: both sides.
-    Gate("gpuwizard.cli", "simulated_profile", "branches", "--simulate given, missing, wrong"),
-    Gate("gpuwizard.cli", "host_for", "branches", "real and simulated detection"),
-    Gate("gpuwizard.cli", "backend_for", "branches", "real and simulated backends"),
-    Gate("gpuwizard.cli", "machine_for", "branches", "real and simulated read-only machines"),
-    Gate("gpuwizard.cli", "tui_backend", "branches", "real GPU, no GPU, --simulate"),
-    Gate("gpuwizard.cli", "cmd_apply", "branches", "apply on the real machine and the simulation"),
+    Gate(
+        "gpuwizard.frontends.cli",
+        "simulated_profile",
+        "branches",
+        "--simulate given, missing, wrong",
+    ),
+    Gate("gpuwizard.frontends.cli", "host_for", "branches", "real and simulated detection"),
+    Gate("gpuwizard.frontends.cli", "backend_for", "branches", "real and simulated backends"),
+    Gate(
+        "gpuwizard.frontends.cli",
+        "machine_for",
+        "branches",
+        "real and simulated read-only machines",
+    ),
+    Gate("gpuwizard.frontends.cli", "tui_backend", "branches", "real GPU, no GPU, --simulate"),
+    Gate(
+        "gpuwizard.frontends.cli",
+        "cmd_apply",
+        "branches",
+        "apply on the real machine and the simulation",
+    ),
     # The real runner and its launch.
     Gate("gpuwizard.runner.control", "launch", "branches", "systemd-run and a new session"),
     Gate(

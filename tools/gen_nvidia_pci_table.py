@@ -1,11 +1,11 @@
-"""Regenerate wizard/nvidia_pci.tsv from a pci.ids file.
+"""Regenerate wizard/core/nvidia_pci.tsv from a pci.ids file.
 
-Usage: python tools/gen_nvidia_pci_table.py PATH/TO/pci.ids [-o wizard/nvidia_pci.tsv]
+Usage: python tools/gen_nvidia_pci_table.py PATH/TO/pci.ids [-o wizard/core/nvidia_pci.tsv]
 
 pci.ids comes from https://github.com/pciutils/pciids (or /usr/share/misc/pci.ids). Only
 vendor 10de devices whose name starts with a GPU chip codename are kept (audio functions, USB
 controllers and bridges of the same cards are dropped); NVSwitch devices are kept as their own
-kind. Architecture and driver facts are not written here: gpuwizard.gpus derives them from the
+kind. Architecture and driver facts are not written here: gpuwizard.core.gpus derives them from the
 chip codename at load time, so this file stays a plain name list.
 """
 
@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from gpuwizard.gpus import NVIDIA_VENDOR, split_pci_name
+from gpuwizard.core.gpus import NVIDIA_VENDOR, split_pci_name
 
 _NOT_A_GPU = re.compile(
     r"audio|usb|bridge|smbus|controller|pcie host|serial|memory|ethernet|\bhost\b|"
@@ -66,7 +66,7 @@ def render(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pci_ids", type=Path)
-    parser.add_argument("-o", "--output", type=Path, default=Path("wizard/nvidia_pci.tsv"))
+    parser.add_argument("-o", "--output", type=Path, default=Path("wizard/core/nvidia_pci.tsv"))
     args = parser.parse_args(argv)
     output = render(args.pci_ids.read_text(encoding="utf-8", errors="replace"))
     args.output.write_text(output, encoding="utf-8")

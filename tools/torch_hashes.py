@@ -1,4 +1,4 @@
-"""Write the hashes file of a torch set from PyPI's metadata: wizard/torch-hashes/torch-V-VARIANT.txt.
+"""Write the hashes file of a torch set from PyPI's metadata: wizard/core/torch-hashes/torch-V-VARIANT.txt.
 
     python tools/torch_hashes.py 2.14.1 [--index https://pypi.org/simple]
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gpuwizard.recommend.table import load_table
 
-OUT = Path(__file__).parents[1] / "wizard" / "torch-hashes"
+OUT = Path(__file__).parents[1] / "wizard" / "core" / "torch-hashes"
 
 
 def linux_wheels(index: str, package: str, version: str) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 import sys
 
-from gpuwizard.cli import main
+from gpuwizard.frontends.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,8 +23,8 @@ from rich.cells import chop_cells
 from textual.events import Resize
 from textual.widgets import Log
 
+from gpuwizard.core.safetext import clean
 from gpuwizard.runner.logtail import Backlog, Gap, LogTail, describe_gap
-from gpuwizard.safetext import clean
 
 FRAME_HZ = 25
 FLOOD_FRAME_S = 0.1

@@ -17,7 +17,7 @@ from gpuwizard.bench.protocol import (
 from gpuwizard.bench.references import load_references, mode_class
 from gpuwizard.bench.results import collect, published_lines, results_markdown
 from gpuwizard.bench.verdict import compare, judge, level_of, observe, observed_causes
-from gpuwizard.facts import NvmlGpu, NvmlOk
+from gpuwizard.core.facts import NvmlGpu, NvmlOk
 
 REFS = load_references()
 STREAMS = Path(__file__).with_name("streams")

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gpuwizard.ops import AptInstall, AptUpdate
-from gpuwizard.plan import APT_ENV, Action, Plan, StepPlan, WriteFile
+from gpuwizard.core.ops import AptInstall, AptUpdate
+from gpuwizard.core.plan import APT_ENV, Action, Plan, StepPlan, WriteFile
 from tests.chroot.machine import ChrootMachine
 
 THIRD_PARTY_STEPS = {

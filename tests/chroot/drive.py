@@ -11,16 +11,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from gpuwizard.detect import detect_host
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Plan
-from gpuwizard.planner import Options
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.selection import Selection
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.control import prepare_run
 from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, run_session
-from gpuwizard.selection import Selection
 from gpuwizard.setup.plan import make_plan
 from gpuwizard.setup.request import SetupRequest
 from tests.chroot.host import chroot_host

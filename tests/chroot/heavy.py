@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.plan import APT_ENV
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.plan import APT_ENV
 from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.journal import Journal
 from gpuwizard.runner.layout import EVENTS, JOURNAL, load_planned_facts

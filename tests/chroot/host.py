@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuwizard.detect.recording import RecordedCommands, load_commands, recorded_host
-from gpuwizard.facts import Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
-from gpuwizard.host import COMMAND_ENV, Host, HostPathError, Output
+from gpuwizard.core.facts import Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.machine.detect.recording import RecordedCommands, load_commands, recorded_host
+from gpuwizard.machine.host import COMMAND_ENV, Host, HostPathError, Output
 from tests.chroot.machine import ChrootMachine
 
 IN_ROOT_PROBES = ("dpkg-query", "dpkg", "apt-mark", "apt-cache", "systemctl", "mokutil")

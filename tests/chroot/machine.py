@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.detect import pci
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.host import SAFE_PATH
+from gpuwizard.machine.detect import pci
+from gpuwizard.machine.detect.recording import recorded_host
+from gpuwizard.machine.host import SAFE_PATH
 from tests.chroot import roots
 
 STANDIN = Path(__file__).with_name("standin.py")
@@ -152,7 +152,7 @@ def write_boot(boot: Path, state: Mapping[str, object]) -> None:
 
 
 def newest_kernel(root: Path) -> str:
-    from gpuwizard.version import kernel_sort_key
+    from gpuwizard.core.version import kernel_sort_key
 
     kernels = [p.name for p in (root / "lib" / "modules").iterdir() if p.is_dir()]
     return max(kernels, key=kernel_sort_key)

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuwizard.detect.platform import parse_boot_id
+from gpuwizard.machine.detect.platform import parse_boot_id
 from gpuwizard.sim.reboot import kill_runner
 from tests.chroot.host import resolve
 from tests.chroot.machine import ChrootMachine

@@ -14,11 +14,11 @@ import dataclasses
 
 import pytest
 
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import AptInstall
-from gpuwizard.plan import Plan
-from gpuwizard.planner import Options
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import AptInstall
+from gpuwizard.core.plan import Plan
 from gpuwizard.recommend.debian_native import load_drivers
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from tests.chroot import roots
 from tests.chroot.archive import ENV, ArchiveView, LineCheck, check_plan

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.recording import recorded_host
+from gpuwizard.core.ops import AptInstall, Command, PipInstall
+from gpuwizard.core.plan import APT_ENV, SCHEMA, Plan, WriteFile
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.ops import AptInstall, Command, PipInstall
-from gpuwizard.plan import APT_ENV, SCHEMA, Plan, WriteFile
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.recording import recorded_host
 from gpuwizard.recommend.result import Choices
 from gpuwizard.steps.base import step_plan
 from gpuwizard.steps.blacklist_nouveau import BlacklistNouveau
@@ -212,7 +212,7 @@ def test_b2_deploy_sh_installs_curl_before_its_first_download(t4):
 
 
 def planned_env():
-    from gpuwizard.selection import EnvChoice
+    from gpuwizard.core.selection import EnvChoice
 
     return EnvChoice("venv", ENV_PATH, "3.12", "standalone")
 

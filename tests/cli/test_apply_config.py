@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.export.answers import render_answers
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 

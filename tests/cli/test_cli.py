@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.cli import main
+from gpuwizard.frontends.cli import main
 
 CONTRACT_KEYS = {
     "status",
@@ -149,7 +149,7 @@ def test_capture_host_writes_a_recording(capsys, tmp_path):
 def test_detect_json_loads_neither_textual_nor_torch():
     code = (
         "import sys, io, contextlib\n"
-        "from gpuwizard.cli import main\n"
+        "from gpuwizard.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['detect', '--json', '--simulate', 'h100x8-ubuntu2204-fresh'])\n"
         "    main(['recommend', '--simulate', 'h100x8-ubuntu2204-fresh', '--json'])\n"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpuwizard.export.answers import load_answers, render_answers
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 

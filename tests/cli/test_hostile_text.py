@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.cli import main
 from gpuwizard.export.answers import render_answers
+from gpuwizard.frontends.cli import main
 from gpuwizard.runner.session import banner_text
 from gpuwizard.sim import profiles
 from tests.export.conftest import source_for

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard import cli
-from gpuwizard.cliargs import UsageError
+from gpuwizard.frontends import cli
+from gpuwizard.frontends.cliargs import UsageError
 
 PROFILE = "t4-debian12-fresh"
 

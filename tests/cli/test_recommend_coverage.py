@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gpuwizard.cli import main
+from gpuwizard.frontends.cli import main
 from gpuwizard.recommend.table import load_table
 
 

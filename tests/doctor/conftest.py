@@ -8,10 +8,10 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from gpuwizard.detect.recording import recorded_host
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.doctor.observed import Observed
 from gpuwizard.doctor.readings import read_observed
-from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.machine.detect.recording import recorded_host
 from tests.conftest import facts_of, profile_dir
 from tests.sim.conftest import sim  # noqa: F401 - the simulated-host fixture, shared
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.facts import HostFacts, NvmlUnavailable, PcieLink
 from gpuwizard.doctor.checks import run_checks
 from gpuwizard.doctor.cuda import check_cuda_versions, check_torch_gpus
 from gpuwizard.doctor.driver import (
@@ -38,7 +39,6 @@ from gpuwizard.doctor.observed import (
 )
 from gpuwizard.doctor.secure_boot import check_secure_boot
 from gpuwizard.doctor.training import check_multi_node, check_out_of_memory
-from gpuwizard.facts import HostFacts, NvmlUnavailable, PcieLink
 from gpuwizard.recommend.table import CompatTable
 from tests.conftest import facts_of
 from tests.doctor.conftest import observed_of, with_boot, with_gpus, with_installs, with_nvml

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.cli import main
+from gpuwizard.frontends.cli import main
 from tests.conftest import PROFILE_NAMES
 
 SAMPLES = Path(__file__).parent / "samples"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwizard.hints import MAX_LINE_CHARS, bounded, find_all, known_errors, match
+from gpuwizard.core.hints import MAX_LINE_CHARS, bounded, find_all, known_errors, match
 
 if sys.version_info >= (3, 11):
     from re import _constants as sre  # type: ignore[attr-defined]

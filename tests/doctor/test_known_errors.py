@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.hints import cuda_from_int, find, find_all, known_errors, match
+from gpuwizard.core.hints import cuda_from_int, find, find_all, known_errors, match
 
 SAMPLES = Path(__file__).parent / "samples"
 

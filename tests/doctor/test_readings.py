@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuwizard.detect.recording import RecordedCommands
+from gpuwizard.core.facts import NvmlUnavailable
 from gpuwizard.doctor.observed import (
     cuda_from_local_tag,
     parse_cuda_version_json,
@@ -21,8 +21,8 @@ from gpuwizard.doctor.readings import (
     read_toolkit,
     read_torch,
 )
-from gpuwizard.facts import NvmlUnavailable
-from gpuwizard.host import Host, Output
+from gpuwizard.machine.detect.recording import RecordedCommands
+from gpuwizard.machine.host import Host, Output
 from tests.conftest import facts_of
 from tests.doctor.conftest import with_boot, with_installs
 

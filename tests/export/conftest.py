@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.export.source import ExportSource
-from gpuwizard.planner import Options, plan_for
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts

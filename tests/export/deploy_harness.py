@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwizard.core.plan import SCHEMA, Plan, StepPlan
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.plan import SCHEMA, Plan, StepPlan
 from tests.export.conftest import source_for
 
 FAKES = ("fake-tool", "other-tool", "apt-get", "reboot", "systemctl", "mokutil", "curl")

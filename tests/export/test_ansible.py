@@ -18,11 +18,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.ops import Command
+from gpuwizard.core.plan import StepPlan, WriteFile, secrets_in
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.ansible_steps import MARKER_DIR
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.ops import Command
-from gpuwizard.plan import StepPlan, WriteFile, secrets_in
 from gpuwizard.steps import build_plan
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for, tool
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuwizard.export import answers as answers_module
 from gpuwizard.export.answers import Answers, AnswersError, load_answers, misfits, render_answers
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from tests.conftest import facts_of
 from tests.export.conftest import PROFILES, check_golden, source_for

@@ -24,10 +24,18 @@ from typing import Any
 
 import pytest
 
+from gpuwizard.core.ops import (
+    AptUpdate,
+    Command,
+    Download,
+    DownloadCheck,
+    Fingerprint,
+    NoPin,
+    Sha256,
+)
+from gpuwizard.core.plan import SecretRef, StepPlan, Target, WriteFile
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.ops import AptUpdate, Command, Download, DownloadCheck, Fingerprint, NoPin, Sha256
-from gpuwizard.plan import SecretRef, StepPlan, Target, WriteFile
 from gpuwizard.runner.keycheck import checked_key, dearmor
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for
 from tests.export.deploy_harness import Deploy, source_with

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.ops import Command, Download, NoPin
+from gpuwizard.core.plan import SecretRef, StepPlan, WriteFile
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
-from gpuwizard.ops import Command, Download, NoPin
-from gpuwizard.plan import SecretRef, StepPlan, WriteFile
 from tests.export.deploy_harness import Deploy, source_with
 
 SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")

@@ -12,11 +12,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.ops import Command
+from gpuwizard.core.plan import StepPlan, WriteFile
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.cloud_init import render_cloud_init
 from gpuwizard.export.source import ExportError
-from gpuwizard.ops import Command
-from gpuwizard.plan import StepPlan, WriteFile
 from tests.export.conftest import check_golden, mok_source
 from tests.export.deploy_harness import source_with
 from tests.export.test_bash import CASES

@@ -17,19 +17,19 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gpuwizard import pins
+from gpuwizard.core import pins
+from gpuwizard.core.facts import NvmlOk
+from gpuwizard.core.ops import Command
+from gpuwizard.core.pins import load_pins
+from gpuwizard.core.plan import StepPlan, Target, WriteFile
+from gpuwizard.core.version import Version
 from gpuwizard.export.docker_host import render_docker_host_notes
 from gpuwizard.export.dockerfile import PYTHON_LINK, render_dockerfile, run_command
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import shell_word
-from gpuwizard.facts import NvmlOk
-from gpuwizard.ops import Command
-from gpuwizard.pins import load_pins
-from gpuwizard.plan import StepPlan, Target, WriteFile
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.table import load_table
 from gpuwizard.steps import build_plan
-from gpuwizard.version import Version
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, source_for, tool
 
 ALL_OPTIONS_CASE = "a100x4-ubuntu2004-fresh-all-options"

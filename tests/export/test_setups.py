@@ -1,5 +1,5 @@
 """Which setup an export comes from: the latest run's, or the last run that changed the machine
-when the latest only verified it (gpuwizard.setups)."""
+when the latest only verified it (gpuwizard.setup.setups)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.runner.control import prepare_run
-from gpuwizard.setups import SetupError, exportable_setup
+from gpuwizard.setup.setups import SetupError, exportable_setup
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.cli import main
-from gpuwizard.detect.capture import capture_host
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.host import Host
+from gpuwizard.frontends.cli import main
+from gpuwizard.machine.detect.capture import capture_host
+from gpuwizard.machine.detect.recording import recorded_host
+from gpuwizard.machine.host import Host
 from tests.conftest import profile_dir
 
 PROFILE = "t4-debian12-fresh"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.capture import capture_host
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.capture import capture_host
+from gpuwizard.machine.detect.recording import recorded_host
 from tests.conftest import PROFILE_NAMES, TESTS, facts_of, profile_dir
 
 GOLDEN = TESTS / "golden" / "facts"

@@ -74,11 +74,11 @@ def versus_collect_env(python: str, runs: int = 9, anchor_runs: int = 3) -> Vers
 def in_process_breakdown(profile: str) -> dict[str, float]:
     code = (
         "import time; t0 = time.perf_counter()\n"
-        "import gpuwizard.cli\n"
+        "import gpuwizard.frontends.cli\n"
         "t1 = time.perf_counter()\n"
         "import io, contextlib\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    gpuwizard.cli.main(['detect', '--json', '--simulate', '{profile}'])\n"
+        f"    gpuwizard.frontends.cli.main(['detect', '--json', '--simulate', '{profile}'])\n"
         "t2 = time.perf_counter()\n"
         "print((t1 - t0) * 1000, (t2 - t1) * 1000)\n"
     )
@@ -129,10 +129,10 @@ def heavy_imports(args: list[str]) -> list[str]:
     """Which of textual, torch and the TUI a detect run imported (should be none)."""
     code = (
         "import sys, io, contextlib\n"
-        "from gpuwizard.cli import main\n"
+        "from gpuwizard.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         f"    main({args!r})\n"
-        "print(' '.join(m for m in ('textual', 'torch', 'gpuwizard.app') if m in sys.modules))\n"
+        "print(' '.join(m for m in ('textual', 'torch', 'gpuwizard.frontends.app') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.split()

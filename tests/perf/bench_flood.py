@@ -39,8 +39,8 @@ TARGET_REATTACH_S = 1.0
 
 def prepare(home: Path, megabytes: int, profile: str) -> None:
     """A fresh simulated host whose first `apt-get update` floods, and a reviewed plan."""
-    from gpuwizard.detect import detect_host
-    from gpuwizard.planner import Options
+    from gpuwizard.machine.detect import detect_host
+    from gpuwizard.recommend.planner import Options
     from gpuwizard.recommend.result import Choices
     from gpuwizard.recommend.table import load_table
     from gpuwizard.runner.control import prepare_run

@@ -14,7 +14,7 @@ import re
 import sys
 import time
 
-from gpuwizard.hints import find_all, known_errors
+from gpuwizard.core.hints import find_all, known_errors
 
 TARGET_MS = 10.0
 LINE = 65536

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard import paths
+from gpuwizard.core import paths
 
 GPUWIZARD = Path(sys.executable).parent / "gpuwizard"
 # What a setup would write on this machine; none of it may appear or change here.

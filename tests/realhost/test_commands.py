@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.codec import to_jsonable
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.paths import STATE_DIR
+from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.paths import STATE_DIR
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.recording import recorded_host
 from tests.realhost.conftest import gpuwizard, one_line
 
 pytestmark = pytest.mark.timeout(180)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect import detect_host, local_host
-from gpuwizard.detect.installs import PACKAGE_PATTERNS, read_dpkg
-from gpuwizard.dpkgdb import STATUS
+from gpuwizard.machine.detect import detect_host, local_host
+from gpuwizard.machine.detect.installs import PACKAGE_PATTERNS, read_dpkg
+from gpuwizard.machine.dpkgdb import STATUS
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("dpkg-query") and Path(STATUS).exists()),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard import cli
-from gpuwizard.cliargs import UsageError
-from gpuwizard.host import Host
+from gpuwizard.frontends import cli
+from gpuwizard.frontends.cliargs import UsageError
+from gpuwizard.machine.host import Host
 from tests.realhost.conftest import unprivileged
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the root side needs root (CI is)")
@@ -79,7 +79,7 @@ def test_detection_skips_folders_this_user_may_not_enter(tmp_path: Path) -> None
 
 
 def test_nvml_is_asked_only_where_its_library_can_be_found(tmp_path: Path) -> None:
-    from gpuwizard.detect.nvml import NVML_LIBRARY, library_findable, probe_nvml
+    from gpuwizard.machine.detect.nvml import NVML_LIBRARY, library_findable, probe_nvml
 
     cache = tmp_path / "ld.so.cache"
     cache.write_bytes(b"glibc-ld.so.cache1.1\0libc.so.6\0/usr/lib/x86_64-linux-gnu/libc.so.6\0")

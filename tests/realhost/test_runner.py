@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard import cli
-from gpuwizard.detect import detect_host, local_host
-from gpuwizard.paths import STATE_DIR
-from gpuwizard.plan import Plan
-from gpuwizard.planner import Options, plan_for
+from gpuwizard.core.paths import STATE_DIR
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.selection import Selection
+from gpuwizard.frontends import cli
+from gpuwizard.machine.detect import detect_host, local_host
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.control import launch, prepare_run
 from gpuwizard.runner.lock import read_run_record
-from gpuwizard.selection import Selection
 from tests.conftest import facts_of
 
 pytestmark = pytest.mark.timeout(120)

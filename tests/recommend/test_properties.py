@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwizard import gpus
+from gpuwizard.core import gpus
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.recommend.rules import Candidate, failures
@@ -103,10 +103,10 @@ def test_mixed_hosts_and_pins_always_get_an_answer_with_reasons(picks, system, d
 # only kind the table's builds carry), the driver meets the build's and the GPU's minimum, the
 # Python is inside the release's range, and a refusal names sentences that rules really produce.
 
+from gpuwizard.core.version import Version, at_least, variant_cuda  # noqa: E402
 from gpuwizard.recommend.engine import search  # noqa: E402
 from gpuwizard.recommend.rules import covers, driver_floor_for  # noqa: E402
 from gpuwizard.recommend.target import ExistingDriver  # noqa: E402
-from gpuwizard.version import Version, at_least, variant_cuda  # noqa: E402
 
 KNOWN = [m for m in MODELS if m.is_known]
 RELEASES = [r.version for r in TABLE.torch_releases]

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from gpuwizard.codec import from_jsonable, to_jsonable
+from gpuwizard.core.codec import from_jsonable, to_jsonable
 from gpuwizard.recommend.pypi_facts import (
     PypiAnswers,
     TorchvisionAnswer,

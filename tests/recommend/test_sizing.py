@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from gpuwizard.facts import Disk, FreeSpace, Nic, PcieLink
+from gpuwizard.core.facts import Disk, FreeSpace, Nic, PcieLink
 from gpuwizard.recommend.sizing import assess
 from tests.conftest import facts_of
 

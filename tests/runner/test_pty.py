@@ -20,7 +20,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from gpuwizard.plan import SecretRef
+from gpuwizard.core.plan import SecretRef
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, run_command
 from gpuwizard.runner.ptytext import MASK
 from tests.fakes.talker import CONFFILE_PROMPT, FLOOD_LINE_BYTES

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.facts import NvmlUnavailable
-from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.host import MISSING_TOOL, Host, Output
-from gpuwizard.plan import SCHEMA, Plan
+from gpuwizard.core.facts import NvmlUnavailable
+from gpuwizard.core.plan import SCHEMA, Plan
+from gpuwizard.machine.host import MISSING_TOOL, Host, Output
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.failpoints import ENV as FAILPOINTS
 from gpuwizard.runner.files import TEMP_PREFIX, remove_stale_temps
 from gpuwizard.runner.journal import Journal, new_journal, parse
 from gpuwizard.runner.layout import EVENTS, EXIT_BUSY, EXIT_DONE, JOURNAL, save_planned_facts

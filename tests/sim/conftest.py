@@ -31,15 +31,15 @@ from typing import Any
 import pexpect
 import pytest
 
-from gpuwizard.detect import detect_host
-from gpuwizard.facts import HostFacts
-from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.plan import Plan, WriteFile
-from gpuwizard.planner import Options
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan, WriteFile
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend, launch, prepare_run
+from gpuwizard.runner.failpoints import ENV as FAILPOINTS
 from gpuwizard.runner.follow import EventFollower
 from gpuwizard.runner.journal import JournalData, parse
 from gpuwizard.runner.layout import EVENTS, JOURNAL
@@ -295,7 +295,11 @@ def _running(proc_entry: Path) -> bool:
     return state not in ("Z", "X")
 
 
-GPUWIZARD = (sys.executable, "-c", "import sys; from gpuwizard.cli import main; sys.exit(main())")
+GPUWIZARD = (
+    sys.executable,
+    "-c",
+    "import sys; from gpuwizard.frontends.cli import main; sys.exit(main())",
+)
 """The console script, without depending on where the venv put it."""
 
 

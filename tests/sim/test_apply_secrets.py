@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.frontends.secretinput import (
+    SecretInputError,
+    read_password_file,
+    read_password_stdin,
+)
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_REBOOT, JOURNAL
-from gpuwizard.secretinput import SecretInputError, read_password_file, read_password_stdin
 from tests.sim.conftest import GPUWIZARD, T4_DEBIAN, WAIT_S
 
 CANARY = "Pw-c4n4ry-'\"$(touch pwned)`touch pwned`\\-!~ x"

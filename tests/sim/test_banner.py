@@ -3,7 +3,7 @@ is done the banner is gone. Only where login shells read /etc/profile.d."""
 
 from __future__ import annotations
 
-from gpuwizard.paths import LOGIN_BANNER
+from gpuwizard.core.paths import LOGIN_BANNER
 
 H100 = "h100x8-ubuntu2204-fresh"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect.platform import parse_btime
-from gpuwizard.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
+from gpuwizard.core.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
+from gpuwizard.machine.detect.platform import parse_btime
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.apply import PersonAnswer
 from gpuwizard.runner.layout import EVENTS, EXIT_DONE, EXIT_PAUSED, EXIT_REBOOT, EXIT_STOPPED

@@ -15,8 +15,8 @@ import signal
 
 import pytest
 
-from gpuwizard.hints import match as known_error
-from gpuwizard.planner import Options
+from gpuwizard.core.hints import match as known_error
+from gpuwizard.recommend.planner import Options
 from gpuwizard.runner import events as ev
 from gpuwizard.runner import executor
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_FAILED, EXIT_REBOOT

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from gpuwizard.facts import NvmlOk, NvmlUnavailable
+from gpuwizard.core.facts import NvmlOk, NvmlUnavailable
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table

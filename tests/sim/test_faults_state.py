@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.failpoints import ENV as FAILPOINTS
-from gpuwizard.hints import match as known_error
-from gpuwizard.ops import MiniforgeInstall
-from gpuwizard.plan import WriteFile
-from gpuwizard.planner import Options
+from gpuwizard.core.hints import match as known_error
+from gpuwizard.core.ops import MiniforgeInstall
+from gpuwizard.core.plan import WriteFile
+from gpuwizard.recommend.planner import Options
 from gpuwizard.runner import events as ev
 from gpuwizard.runner import journal as journal_module
+from gpuwizard.runner.failpoints import ENV as FAILPOINTS
 from gpuwizard.runner.files import TEMP_PREFIX
 from gpuwizard.runner.journal import FINISHED_STATES, JournalData, parse
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_FAILED, EXIT_REBOOT, EXIT_STOPPED, JOURNAL

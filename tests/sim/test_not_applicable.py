@@ -5,7 +5,7 @@ apply to the runner and the simulation as built, or are fully covered at a lower
 end-to-end version would add nothing:
 
 - T23 (c) nvidia-smi missing and (d) nvidia-smi hanging for 60 s: gpuwizard never runs nvidia-smi.
-  Detection asks NVML through pynvml (gpuwizard.detect.nvml), where a missing driver library is
+  Detection asks NVML through pynvml (gpuwizard.machine.detect.nvml), where a missing driver library is
   the fact "no NVIDIA driver is installed" that every fresh-install test starts from; a command
   that hangs is T30. (a) the library mismatch and (b) the driver not loaded, with its cause, are
   tested in test_faults_reboot.py (T23, T04, T18, T21).

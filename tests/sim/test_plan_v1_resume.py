@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from gpuwizard.plan import Plan, WriteFile
+from gpuwizard.core.plan import Plan, WriteFile
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_REBOOT, JOURNAL
 from tests.schema1 import v1_plan
 from tests.sim.conftest import H100, SIGKILLED, SimHost, planned_commands

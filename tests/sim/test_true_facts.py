@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect.recording import recorded_host
 from gpuwizard.doctor.diagnose import diagnose
+from gpuwizard.machine.detect.recording import recorded_host
 from gpuwizard.sim import shim
 from tests.conftest import facts_of, profile_dir
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpuwizard.facts import AptSource, Environment, HostFacts, NvmlGpu, NvmlOk, Package
-from gpuwizard.ops import AptUpdate, Command
-from gpuwizard.plan import WriteFile
-from gpuwizard.planner import Options, plan_for, selection_for
+from gpuwizard.core.facts import AptSource, Environment, HostFacts, NvmlGpu, NvmlOk, Package
+from gpuwizard.core.ops import AptUpdate, Command
+from gpuwizard.core.plan import WriteFile
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for, selection_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps

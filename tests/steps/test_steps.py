@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from gpuwizard.facts import Package
-from gpuwizard.ops import AptInstall, AptUpdate, Command, Download
-from gpuwizard.plan import APT_ENV, Action, WriteFile
-from gpuwizard.planner import Options, OptionsError, plan_for, selection_for
+from gpuwizard.core.facts import Package
+from gpuwizard.core.ops import AptInstall, AptUpdate, Command, Download
+from gpuwizard.core.plan import APT_ENV, Action, WriteFile
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, OptionsError, plan_for, selection_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps
@@ -289,7 +289,7 @@ def test_a_hostile_environment_name_is_refused(table, name):
 
 
 def test_the_plan_round_trips_through_json(table):
-    from gpuwizard.plan import Plan
+    from gpuwizard.core.plan import Plan
 
     _, plan = plan_for(
         facts_of("a100x4-ubuntu2004-fresh"),

@@ -16,7 +16,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-from gpuwizard.facts import FreeSpace
+from gpuwizard.core.facts import FreeSpace
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.setup.disk import DiskState

@@ -13,8 +13,8 @@ from rich.console import Console
 from textual.app import App
 from textual.widgets import Static
 
-from gpuwizard.app import GpuWizardApp
 from gpuwizard.doctor.findings import Finding, Report
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.doctor import DoctorScreen

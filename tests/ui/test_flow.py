@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
-from gpuwizard.app import GpuWizardApp
-from gpuwizard.host import Host
+from gpuwizard.frontends.app import GpuWizardApp
+from gpuwizard.machine.host import Host
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.done import DoneView

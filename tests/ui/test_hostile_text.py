@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from textual.screen import Screen
 
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.recording import recorded_host
+from gpuwizard.core.facts import Nic, VerifyReport
 from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Finding as DoctorFinding
 from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
-from gpuwizard.facts import Nic, VerifyReport
-from gpuwizard.planner import Options
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.recording import recorded_host
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.sizing import Finding, assess
 from gpuwizard.recommend.table import load_table

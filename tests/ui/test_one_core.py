@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpuwizard.app import GpuWizardApp
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner.layout import EVENTS, JOURNAL
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView

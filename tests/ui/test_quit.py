@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.app import GpuWizardApp
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import QuitScreen

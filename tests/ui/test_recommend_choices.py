@@ -53,8 +53,8 @@ async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
 async def test_keeping_the_installed_driver_is_offered_only_where_one_is_installed() -> None:
     from textual.widgets import SelectionList
 
-    from gpuwizard.planner import Options
     from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.planner import Options
     from gpuwizard.recommend.result import Choices
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import target_from_facts

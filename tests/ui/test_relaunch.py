@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from gpuwizard.app import GpuWizardApp
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner.journal import Journal
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.screens.benchmark import BenchmarkView

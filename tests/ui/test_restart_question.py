@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.app import GpuWizardApp
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.screens.install import InstallView

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect.recording import recorded_host
+from gpuwizard.core.facts import VerifyReport
+from gpuwizard.core.version import Version
 from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
-from gpuwizard.facts import VerifyReport
-from gpuwizard.planner import Options, plan_for
+from gpuwizard.machine.detect.recording import recorded_host
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import load_table
@@ -37,7 +38,6 @@ from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
 from gpuwizard.setup.request import SetupRequest
-from gpuwizard.version import Version
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeRun, ViewHarness, until
 

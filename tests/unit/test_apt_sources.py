@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.detect.apt_sources import header_packages, parse_deb822, parse_one_line, parse_policy
-from gpuwizard.detect.config import _NVIDIA_KO
-from gpuwizard.facts import AptSource
-from gpuwizard.version import kernel_flavour
+from gpuwizard.core.facts import AptSource
+from gpuwizard.core.version import kernel_flavour
+from gpuwizard.machine.detect.apt_sources import (
+    header_packages,
+    parse_deb822,
+    parse_one_line,
+    parse_policy,
+)
+from gpuwizard.machine.detect.config import _NVIDIA_KO
 
 DEBIAN_13 = """Types: deb
 URIs: http://deb.debian.org/debian

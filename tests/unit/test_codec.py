@@ -5,7 +5,7 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 
 
 @dataclass(frozen=True)

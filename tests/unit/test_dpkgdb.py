@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwizard.dpkgdb import Entry, database, parse_status, relevant, render
+from gpuwizard.machine.dpkgdb import Entry, database, parse_status, relevant, render
 
 STATUS = """\
 Package: nvidia-driver-535-server

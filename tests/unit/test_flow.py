@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwizard.planner import Options, plan_for
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.planner import Options
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.setup import flow
 from gpuwizard.setup.disk import read_request, save_request

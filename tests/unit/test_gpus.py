@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard import gpus
+from gpuwizard.core import gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.detect.recording import RecordedCommands, UnrecordedCommand
-from gpuwizard.facts import NvmlUnavailable
-from gpuwizard.host import Host, HostPathError, SubprocessRunner
+from gpuwizard.core.facts import NvmlUnavailable
+from gpuwizard.machine.detect.recording import RecordedCommands, UnrecordedCommand
+from gpuwizard.machine.host import Host, HostPathError, SubprocessRunner
 
 
 def make_host(root: Path, **kwargs) -> Host:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from gpuwizard.detect.nvml import clock_limits, probe_nvml
-from gpuwizard.facts import NvmlOk, NvmlUnavailable
+from gpuwizard.core.facts import NvmlOk, NvmlUnavailable
+from gpuwizard.machine.detect.nvml import clock_limits, probe_nvml
 
 
 class NVMLError(Exception):

@@ -7,9 +7,9 @@ import typing
 
 import pytest
 
-from gpuwizard import ops
-from gpuwizard.codec import from_jsonable, to_jsonable
-from gpuwizard.plan import StepPlan
+from gpuwizard.core import ops
+from gpuwizard.core.codec import from_jsonable, to_jsonable
+from gpuwizard.core.plan import StepPlan
 
 EXAMPLES: tuple[ops.Action, ...] = (
     ops.AptUpdate(),

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.detect.installs import parse_package_list
-from gpuwizard.detect.kernel import (
+from gpuwizard.core.version import kernel_sort_key
+from gpuwizard.machine.detect.installs import parse_package_list
+from gpuwizard.machine.detect.kernel import (
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_proc_modules,
 )
-from gpuwizard.detect.nvml import cuda_version_text, normalise_bus_id
-from gpuwizard.detect.online import parse_pip_index_versions
-from gpuwizard.detect.os_release import parse_os_release
-from gpuwizard.detect.pci import parse_hex_id, parse_pci_ids_nvidia
-from gpuwizard.detect.platform import parse_boot_id, parse_cloud_init_status
-from gpuwizard.detect.system import parse_cpuinfo, parse_df, parse_meminfo_mib, parse_speed
-from gpuwizard.version import kernel_sort_key
+from gpuwizard.machine.detect.nvml import cuda_version_text, normalise_bus_id
+from gpuwizard.machine.detect.online import parse_pip_index_versions
+from gpuwizard.machine.detect.os_release import parse_os_release
+from gpuwizard.machine.detect.pci import parse_hex_id, parse_pci_ids_nvidia
+from gpuwizard.machine.detect.platform import parse_boot_id, parse_cloud_init_status
+from gpuwizard.machine.detect.system import parse_cpuinfo, parse_df, parse_meminfo_mib, parse_speed
 
 LINUX_MINT = """NAME="Linux Mint"
 VERSION="21.3 (Virginia)"
@@ -201,8 +201,8 @@ def test_system_pci_ids_nvidia_section():
 
 
 def test_query_index_reports_versions_or_the_error():
-    from gpuwizard.detect.online import query_index
-    from gpuwizard.host import Output
+    from gpuwizard.machine.detect.online import query_index
+    from gpuwizard.machine.host import Output
 
     def answers(text: str, code: int = 0):
         return lambda argv, timeout_s=10.0: Output(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.ops import Download, Fingerprint, NoPin, Sha256
-from gpuwizard.pins import UNCONFIRMED, Unpinned, load_pins, pin_for, pip_for, torch_wheels
+from gpuwizard.core.ops import Download, Fingerprint, NoPin, Sha256
+from gpuwizard.core.pins import UNCONFIRMED, Unpinned, load_pins, pin_for, pip_for, torch_wheels
+from gpuwizard.core.selection import EnvChoice
 from gpuwizard.recommend.table import load_table
-from gpuwizard.selection import EnvChoice
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
 from gpuwizard.steps.base import fetch
 from gpuwizard.steps.create_env import CreateEnv

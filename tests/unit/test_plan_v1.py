@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from gpuwizard.codec import CodecError, to_jsonable
-from gpuwizard.facts import HostFacts
-from gpuwizard.ops import (
+from gpuwizard.core.codec import CodecError, to_jsonable
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.ops import (
     AptInstall,
     AptUpdate,
     Command,
@@ -29,15 +29,15 @@ from gpuwizard.ops import (
     SecretRef,
     Sha256,
 )
-from gpuwizard.plan import Plan
-from gpuwizard.plan_v1 import RunV1, recognise
-from gpuwizard.planner import Options, plan_for
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.plan_v1 import RunV1, recognise
+from gpuwizard.core.selection import Selection
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options, plan_for
 from gpuwizard.recommend.result import Choices, Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.journal import new_journal, parse
-from gpuwizard.selection import Selection
 from tests.conftest import facts_of
 from tests.export.conftest import ALL_OPTIONS, PROFILES
 from tests.schema1 import recorded_runs, v1_action, v1_plan

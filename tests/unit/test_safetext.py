@@ -1,4 +1,4 @@
-"""The one sanitiser (gpuwizard.safetext): what it removes, what it keeps, and a property over
+"""The one sanitiser (gpuwizard.core.safetext): what it removes, what it keeps, and a property over
 arbitrary bytes: nothing it returns is a C0/C1 control or a format (bidi) character but newline
 and tab."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.safetext import CleanStream, clean, json_text, one_line
 from gpuwizard.runner.ptytext import Display, Scrubber
-from gpuwizard.safetext import CleanStream, clean, json_text, one_line
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 

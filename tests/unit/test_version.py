@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.version import (
+from gpuwizard.core.version import (
     CudaVariant,
     Version,
     at_least,

@@ -33,7 +33,7 @@ from gpuwizard.bench.protocol import (
     ProtocolError,
     parse_line,
 )
-from gpuwizard.facts import Nvml, NvmlOk
+from gpuwizard.core.facts import Nvml, NvmlOk
 
 WORKER = Path(__file__).with_name("gpu_worker.py")
 NVML_EVERY_S = 1.0

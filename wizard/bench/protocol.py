@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from gpuwizard.codec import CodecError, from_jsonable
+from gpuwizard.core.codec import CodecError, from_jsonable
 
 SCHEMA = 1
 Mode = Literal["fp32", "tf32", "amp-fp16", "amp-bf16"]

@@ -14,7 +14,7 @@ from typing import Literal
 import yaml
 
 from gpuwizard.bench.protocol import Mode
-from gpuwizard.codec import from_jsonable
+from gpuwizard.core.codec import from_jsonable
 
 ModeClass = Literal["amp", "tf32", "fp32"]
 Kind = Literal["pytorch", "mlperf", "guide"]

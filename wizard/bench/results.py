@@ -21,7 +21,7 @@ from gpuwizard.bench.protocol import (
 )
 from gpuwizard.bench.references import mode_class
 from gpuwizard.bench.verdict import Verdict
-from gpuwizard.codec import to_jsonable
+from gpuwizard.core.codec import to_jsonable
 
 RESULTS_SCHEMA = 1
 

@@ -14,7 +14,7 @@ from gpuwizard.bench.protocol import BenchEvent
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
 from gpuwizard.bench.verdict import judge, observe
-from gpuwizard.facts import HostFacts, Nvml
+from gpuwizard.core.facts import HostFacts, Nvml
 
 
 def gpu_label(facts: HostFacts) -> tuple[str, int]:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from gpuwizard.bench.protocol import AllReduce, DataLoad, OutOfMemory, Result
 from gpuwizard.bench.references import References, TrainReference
-from gpuwizard.facts import NvmlOk
+from gpuwizard.core.facts import NvmlOk
 
 Level = Literal["good", "fair", "low", "poor", "unknown"]
 

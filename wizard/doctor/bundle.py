@@ -25,7 +25,7 @@ from gpuwizard.doctor.observed import LogText
 from gpuwizard.doctor.readings import tail_text
 from gpuwizard.doctor.redact import Redactor
 from gpuwizard.doctor.report import text_lines, to_json
-from gpuwizard.host import Host
+from gpuwizard.machine.host import Host
 from gpuwizard.runner.layout import JOURNAL
 
 TOP = "gpuwizard-bundle"

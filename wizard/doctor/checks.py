@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpuwizard.core.facts import HostFacts
 from gpuwizard.doctor.cuda import check_cuda_versions, check_torch_gpus
 from gpuwizard.doctor.driver import (
     check_dev_nodes,
@@ -24,7 +25,6 @@ from gpuwizard.doctor.logs import log_findings
 from gpuwizard.doctor.observed import Observed
 from gpuwizard.doctor.secure_boot import check_secure_boot
 from gpuwizard.doctor.training import check_multi_node, check_out_of_memory
-from gpuwizard.facts import HostFacts
 from gpuwizard.recommend.table import CompatTable
 
 Check = Callable[[HostFacts, Observed, CompatTable], "Finding | None"]

@@ -10,13 +10,13 @@ difference warns). Pure.
 
 from __future__ import annotations
 
+from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.version import Version, at_least
 from gpuwizard.doctor.driver import applies
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import Observed, TorchBuild
-from gpuwizard.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.rules import covers
 from gpuwizard.recommend.table import CompatTable
-from gpuwizard.version import Version, at_least
 
 SOURCE = "compat.md b.1, b.2; torch.utils.cpp_extension"
 

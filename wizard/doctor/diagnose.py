@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.detect import detect_host
+from gpuwizard.core.facts import HostFacts
 from gpuwizard.doctor.checks import run_checks
 from gpuwizard.doctor.findings import Report, by_severity
 from gpuwizard.doctor.observed import LogText, Observed
 from gpuwizard.doctor.readings import read_observed
-from gpuwizard.facts import HostFacts
-from gpuwizard.host import Host
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.host import Host
 from gpuwizard.recommend.table import load_table
 
 

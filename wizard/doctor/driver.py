@@ -7,13 +7,13 @@ or None when it does not apply to this machine (no GPU, WSL, no driver yet).
 
 from __future__ import annotations
 
+from gpuwizard.core.facts import HostFacts, NvmlOk, NvmlUnavailable
+from gpuwizard.core.hints import find
+from gpuwizard.core.version import at_least, is_version, kernel_sort_key
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.observed import Observed
-from gpuwizard.facts import HostFacts, NvmlOk, NvmlUnavailable
-from gpuwizard.hints import find
 from gpuwizard.recommend.rules import driver_floor_for
 from gpuwizard.recommend.table import CompatTable
-from gpuwizard.version import at_least, is_version, kernel_sort_key
 
 RELIABILITY = "reliability.md"
 DRIVER_PACKAGES = ("nvidia-driver-", "nvidia-open", "cuda-drivers", "libnvidia-compute-")

@@ -7,11 +7,11 @@ own fault reports. ECC and row remapping come from NVML. Pure.
 
 from __future__ import annotations
 
+from gpuwizard.core.facts import Gpu, HostFacts, NvmlGpu, NvmlOk
 from gpuwizard.doctor.driver import applies
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import Observed
 from gpuwizard.doctor.xids import XID_SOURCE, parse_xids, worst_first
-from gpuwizard.facts import Gpu, HostFacts, NvmlGpu, NvmlOk
 from gpuwizard.recommend.table import CompatTable
 
 NVML_SOURCE = "NVML (nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT)"

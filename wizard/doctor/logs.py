@@ -7,9 +7,9 @@ machine's numbers and interface names to the fix. Pure.
 
 from __future__ import annotations
 
+from gpuwizard.core.hints import find_all
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.observed import LogText
-from gpuwizard.hints import find_all
 
 OWN_CHECKS = ("out-of-memory", "multi-node")
 """Topics whose known errors another check reports, with more to say."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuwizard.version import CudaVariant
+from gpuwizard.core.version import CudaVariant
 
 _TORCH_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 _TORCH_CUDA = re.compile(

@@ -14,7 +14,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuwizard.detect.recording import UnrecordedCommand
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.paths import DEFAULT_ENV
 from gpuwizard.doctor.driver import next_kernel
 from gpuwizard.doctor.observed import (
     BatchFit,
@@ -31,9 +32,8 @@ from gpuwizard.doctor.observed import (
     parse_nvcc_version,
     parse_torch_version_py,
 )
-from gpuwizard.facts import HostFacts
-from gpuwizard.host import MISSING_TOOL, Host, Output
-from gpuwizard.paths import DEFAULT_ENV
+from gpuwizard.machine.detect.recording import UnrecordedCommand
+from gpuwizard.machine.host import MISSING_TOOL, Host, Output
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from gpuwizard.codec import to_jsonable
+from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.doctor.findings import Report
-from gpuwizard.facts import HostFacts, NvmlOk
 
 JSON_SCHEMA = 1
 LABELS = {"problem": "PROBLEM", "warn": "WARN", "unknown": "UNCHECKED", "ok": "ok"}

@@ -8,11 +8,11 @@ with its own key, which must be enrolled first, or modprobe says "Key was reject
 
 from __future__ import annotations
 
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.hints import find
 from gpuwizard.doctor.driver import applies, driver_installed, next_kernel
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.observed import Observed
-from gpuwizard.facts import HostFacts
-from gpuwizard.hints import find
 from gpuwizard.recommend.table import CompatTable
 
 SOURCE = "reliability.md §3.5; acidanthera/bugtracker#2237, subiquity#1969"

@@ -8,10 +8,10 @@ names. Both also report what the logs say (NCCL timeouts, system errors, CUDA OO
 
 from __future__ import annotations
 
+from gpuwizard.core.facts import HostFacts, Nic
+from gpuwizard.core.hints import KnownError, find
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import BenchFits, LogText, Observed
-from gpuwizard.facts import HostFacts, Nic
-from gpuwizard.hints import KnownError, find
 from gpuwizard.recommend.table import CompatTable
 
 OOM_SOURCE = "the guide's 'out of GPU memory'; PyTorch CUDA memory management notes"

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 
 import yaml
 
+from gpuwizard.core.plan import secrets_in
 from gpuwizard.export.ansible_steps import MARKER_DIR, module_needs, play_tasks
 from gpuwizard.export.ansible_tasks import Context, Unsafe, text, texts
 from gpuwizard.export.hostcheck import FIELDS, IDENTITY_SH, identity
 from gpuwizard.export.source import ExportSource
 from gpuwizard.export.words import one_line
-from gpuwizard.plan import secrets_in
 
 HOSTS = "{{ gpuwizard_hosts | default('gpu_servers') }}"
 """The inventory group ``gpu_servers``; ``-e gpuwizard_hosts=GROUP`` targets another."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
+from gpuwizard.core.plan import StepPlan
 from gpuwizard.export.ansible_tasks import Context, Task, step_tasks, text
 from gpuwizard.export.words import one_line
-from gpuwizard.plan import StepPlan
 
 MARKER_DIR = "/var/lib/gpuwizard/ansible"
 APT = "ansible.builtin.apt"

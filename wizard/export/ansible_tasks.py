@@ -23,10 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from gpuwizard.export.bash_runtime import KEYCHECK
-from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.export.words import check_path, one_line
-from gpuwizard.ops import (
+from gpuwizard.core.ops import (
     APT_LOCK_TIMEOUT_S,
     AptFixBroken,
     AptHold,
@@ -54,8 +51,11 @@ from gpuwizard.ops import (
     UvVenv,
     Venv,
 )
-from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import Action, SecretRef, StepPlan, WriteFile, assert_never
+from gpuwizard.core.paths import DOWNLOADS_DIR
+from gpuwizard.core.plan import Action, SecretRef, StepPlan, WriteFile, assert_never
+from gpuwizard.export.bash_runtime import KEYCHECK
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.words import check_path, one_line
 
 Task = dict[str, object]
 REBOOT_TIMEOUT_S = 1800

@@ -25,16 +25,16 @@ from typing import Any
 import yaml
 
 from gpuwizard import __version__
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.safetext import is_unsafe, one_line
 from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
-from gpuwizard.facts import HostFacts
-from gpuwizard.planner import Options, OptionsError, env_path
 from gpuwizard.recommend.pins import check_pins
+from gpuwizard.recommend.planner import Options, OptionsError, env_path
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput
-from gpuwizard.safetext import is_unsafe, one_line
 
 SCHEMA = 2
 MAX_BYTES = 1 << 20

@@ -19,21 +19,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-from gpuwizard.export.bash_runtime import MARKER_DIR, UNIT, keycheck_lines, runtime
-from gpuwizard.export.bash_words import (
-    INDENT,
-    ROOT,
-    argv_words,
-    comment_lines,
-    env_words,
-    quote,
-    rooted,
-    wrap,
-)
-from gpuwizard.export.hostcheck import identity
-from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.export.words import one_line
-from gpuwizard.ops import (
+from gpuwizard.core.ops import (
     AptFixBroken,
     AptHold,
     AptInstall,
@@ -59,7 +45,7 @@ from gpuwizard.ops import (
     Venv,
     care_for,
 )
-from gpuwizard.plan import (
+from gpuwizard.core.plan import (
     Action,
     Plan,
     SecretRef,
@@ -69,6 +55,20 @@ from gpuwizard.plan import (
     assert_never,
     secrets_in,
 )
+from gpuwizard.export.bash_runtime import MARKER_DIR, UNIT, keycheck_lines, runtime
+from gpuwizard.export.bash_words import (
+    INDENT,
+    ROOT,
+    argv_words,
+    comment_lines,
+    env_words,
+    quote,
+    rooted,
+    wrap,
+)
+from gpuwizard.export.hostcheck import identity
+from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.words import one_line
 
 HEREDOC = "GPUWIZARD_EOF"
 _STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -22,8 +22,8 @@ import shlex
 import textwrap
 from pathlib import Path
 
+from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.export.hostcheck import FIELDS, IDENTITY_SH
-from gpuwizard.paths import DOWNLOADS_DIR
 
 UNIT = "gpuwizard-deploy.service"
 INSTALLED_SCRIPT = "/var/lib/gpuwizard/deploy.sh"

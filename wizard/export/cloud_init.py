@@ -28,11 +28,11 @@ from typing import Any
 
 import yaml
 
+from gpuwizard.core.plan import secrets_in
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.bash_runtime import INSTALLED_SCRIPT, UNIT
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import one_line
-from gpuwizard.plan import secrets_in
 
 FIRST_BOOT_UNIT = "gpuwizard-deploy-first-boot"
 

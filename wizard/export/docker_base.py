@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.core.facts import NvmlOk
+from gpuwizard.core.version import Version, is_version, variant_cuda
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.facts import NvmlOk
 from gpuwizard.recommend.table import CompatTable
-from gpuwizard.version import Version, is_version, variant_cuda
 
 CUDA_IMAGE = "nvidia/cuda"
 

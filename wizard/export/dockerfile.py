@@ -20,11 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, packaged_pythons
-from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
-from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
-from gpuwizard.facts import Installs, PythonEnv
-from gpuwizard.ops import (
+from gpuwizard.core.facts import Installs, PythonEnv
+from gpuwizard.core.ops import (
     DOWNLOAD_TOOL,
     AptFixBroken,
     AptHold,
@@ -49,9 +46,12 @@ from gpuwizard.ops import (
     UvVenv,
     Venv,
 )
-from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.pins import image_digest, load_pins
-from gpuwizard.plan import Action, StepPlan, Target, WriteFile, assert_never, uses_downloads
+from gpuwizard.core.paths import DOWNLOADS_DIR
+from gpuwizard.core.pins import image_digest, load_pins
+from gpuwizard.core.plan import Action, StepPlan, Target, WriteFile, assert_never, uses_downloads
+from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, packaged_pythons
+from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
+from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.base import install_packages

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.core.facts import HostFacts
 
 NONE = "none"
 

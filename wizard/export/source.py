@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gpuwizard import __version__
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Plan
-from gpuwizard.planner import Options
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.selection import Selection
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
-from gpuwizard.selection import Selection
 
 VERIFY_STEP = "verify-torch"
 ALREADY_SET_UP = (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from gpuwizard.codec import CodecError, from_jsonable
+from gpuwizard.core.codec import CodecError, from_jsonable
 from gpuwizard.recommend.rules import (
     DEBIAN_ARCHIVE,
     Candidate,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuwizard.gpus import GpuModel
+from gpuwizard.core.gpus import GpuModel
+from gpuwizard.core.version import Version, at_least, variant_cuda
 from gpuwizard.recommend import changes as change_list
 from gpuwizard.recommend import debian_native
 from gpuwizard.recommend.result import (
@@ -28,7 +29,6 @@ from gpuwizard.recommend.result import (
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import Target, is_guess, match_os
-from gpuwizard.version import Version, at_least, variant_cuda
 
 PREFERRED_PYTHON = "3.12"
 

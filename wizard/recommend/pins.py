@@ -9,9 +9,9 @@ engine's business (a refusal, exit 3), not this module's.
 
 from __future__ import annotations
 
+from gpuwizard.core.version import Version, is_cuda_variant, is_version, variant_cuda
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import BadInput
-from gpuwizard.version import Version, is_cuda_variant, is_version, variant_cuda
 
 
 def _series(table: CompatTable, pin: str) -> list[TorchRelease]:

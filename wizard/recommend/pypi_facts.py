@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuwizard.core.version import Version, is_version
 from gpuwizard.recommend.table import CompatTable, TorchRelease
-from gpuwizard.version import Version, is_version
 
 PLATFORMS = ("x86_64", "aarch64")
 OLDEST = "1.12.1"

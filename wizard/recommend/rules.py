@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.gpus import GpuModel
+from gpuwizard.core.gpus import GpuModel
+from gpuwizard.core.version import Version, at_least, variant_cuda
 from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease, WheelBuild
 from gpuwizard.recommend.target import Target, match_os
-from gpuwizard.version import Version, at_least, variant_cuda
 
 DriverAction = Literal["install", "keep", "upgrade"]
 DEBIAN_ARCHIVE = "debian-archive"

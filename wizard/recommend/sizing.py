@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import is_guess, match_os
 

@@ -17,8 +17,8 @@ from typing import Literal
 
 import yaml
 
-from gpuwizard.codec import CodecError, from_jsonable
-from gpuwizard.version import Version, is_cuda_variant, variant_cuda
+from gpuwizard.core.codec import CodecError, from_jsonable
+from gpuwizard.core.version import Version, is_cuda_variant, variant_cuda
 
 DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
 Flavor = Literal["open", "proprietary"]

@@ -11,12 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuwizard import gpus
-from gpuwizard.facts import HostFacts, NvmlOk, SecureBootState
-from gpuwizard.gpus import GpuModel
-from gpuwizard.kernels import headers_gone
+from gpuwizard.core import gpus
+from gpuwizard.core.facts import HostFacts, NvmlOk, SecureBootState
+from gpuwizard.core.gpus import GpuModel
+from gpuwizard.core.kernels import headers_gone
+from gpuwizard.core.version import Version, is_version
 from gpuwizard.recommend.table import CompatTable, Flavor, OsRelease
-from gpuwizard.version import Version, is_version
 
 
 class BadInput(ValueError):

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from gpuwizard.detect import local_host
-from gpuwizard.paths import STATE_DIR
+from gpuwizard.core.paths import STATE_DIR
+from gpuwizard.machine.detect import local_host
 from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 

@@ -21,9 +21,8 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.facts import BootJudgement, BootSignal, HostFacts, judge_boot
-from gpuwizard.failpoints import failpoint
-from gpuwizard.plan import StepPlan
+from gpuwizard.core.facts import BootJudgement, BootSignal, HostFacts, judge_boot
+from gpuwizard.core.plan import StepPlan
 from gpuwizard.runner.events import (
     ActionFinished,
     ActionStarted,
@@ -39,6 +38,7 @@ from gpuwizard.runner.events import (
     StopReason,
 )
 from gpuwizard.runner.executor import Outcome
+from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.journal import (
     FINISHED_STATES,
     MAX_REBOOTS_PER_STEP,

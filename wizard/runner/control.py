@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.selection import Selection
 from gpuwizard.machine import Machine
-from gpuwizard.plan import Plan
 from gpuwizard.runner.files import make_private_dir
 from gpuwizard.runner.journal import Journal, JournalError, new_journal
 from gpuwizard.runner.layout import EVENTS, JOURNAL, PLANNED_FACTS, save_planned_facts
@@ -35,7 +36,6 @@ from gpuwizard.runner.lock import (
     read_run_record,
     runner_status,
 )
-from gpuwizard.selection import Selection
 
 
 @dataclass(frozen=True, kw_only=True)

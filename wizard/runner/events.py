@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import ClassVar
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.facts import BootSignal
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import BootSignal
 
 SCHEMA = 1
 

@@ -23,19 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from gpuwizard.detect.installs import read_dpkg
-from gpuwizard.failpoints import failpoint
-from gpuwizard.host import SAFE_PATH, Host
-from gpuwizard.ops import (
+from gpuwizard.core.ops import (
     AptFixBroken,
     Command,
     DpkgConfigure,
     Program,
     care_for,
 )
-from gpuwizard.paths import DOWNLOADS_DIR
-from gpuwizard.plan import Action, WriteFile, uses_downloads
+from gpuwizard.core.paths import DOWNLOADS_DIR
+from gpuwizard.core.plan import Action, WriteFile, uses_downloads
+from gpuwizard.machine.detect.installs import read_dpkg
+from gpuwizard.machine.host import SAFE_PATH, Host
 from gpuwizard.runner.eventquota import LineQuota, Share
+from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
 

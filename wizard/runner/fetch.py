@@ -3,7 +3,7 @@
     python -m gpuwizard.runner.fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned)
                                      [--member NAME] [--dearmor]
 
-Every download is checked against what gpuwizard's data pins (``gpuwizard.pins``), never
+Every download is checked against what gpuwizard's data pins (``gpuwizard.core.pins``), never
 against a checksum from the same server: ``--sha256`` for a file, ``--fingerprint`` for a
 repository key (exactly one primary key, that one; ``gpuwizard.runner.keycheck``).
 ``--unpinned`` is for the files pins.yaml marks UNCONFIRMED: it is downloaded over HTTPS alone,
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 from urllib.parse import urlsplit
 
-from gpuwizard.paths import DOWNLOADS_DIR
+from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.runner.files import make_private_dir
 from gpuwizard.runner.keycheck import KeyRefused, checked_key
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuwizard.failpoints import failpoint
+from gpuwizard.runner.failpoints import failpoint
 
 TEMP_PREFIX = ".gpuwizard-tmp."
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.codec import CodecError
+from gpuwizard.core.codec import CodecError
 from gpuwizard.runner.events import Envelope, decode
 
 

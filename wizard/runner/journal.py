@@ -17,12 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.facts import BootMark, BootSignal
-from gpuwizard.failpoints import failpoint
-from gpuwizard.plan import Plan, current_plan_data
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import BootMark, BootSignal
+from gpuwizard.core.plan import Plan, current_plan_data
+from gpuwizard.core.selection import Selection
+from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.files import write_atomic
-from gpuwizard.selection import Selection
 
 SCHEMA = 1
 MAX_REBOOTS_PER_STEP = 2

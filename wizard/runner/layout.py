@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuwizard.facts import HostFacts
+from gpuwizard.core.facts import HostFacts
 from gpuwizard.runner.files import write_atomic
 
 JOURNAL = "journal.json"

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.facts import BootMark, judge_boot
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import BootMark, judge_boot
 from gpuwizard.runner.files import write_atomic
 
 RunnerStatus = Literal["running", "finished", "interrupted", "none"]

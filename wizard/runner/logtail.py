@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.safetext import clean
+from gpuwizard.core.safetext import clean
 
 WINDOW_BYTES = 64 * 1024
 """The most new bytes read (and parsed) per poll while following: ~650 lines of apt output."""

@@ -20,7 +20,7 @@ from typing import BinaryIO, Literal, Protocol, overload
 
 import pexpect
 
-from gpuwizard.plan import SecretRef
+from gpuwizard.core.plan import SecretRef
 from gpuwizard.runner.procgroup import kill_group, signal_name
 from gpuwizard.runner.ptytext import Display, Scrubber
 

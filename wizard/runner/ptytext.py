@@ -2,7 +2,7 @@
 
 ``Scrubber`` masks secrets in the byte stream (holding back a tail that may begin one);
 ``Display`` turns raw bytes into display lines: decoded incrementally (a character split across
-reads comes out whole), cleaned by gpuwizard's one sanitiser (``gpuwizard.safetext``: escapes,
+reads comes out whole), cleaned by gpuwizard's one sanitiser (``gpuwizard.core.safetext``: escapes,
 control and format characters dropped, carriage-return redraws collapsed to what the terminal
 would show), overlong lines wrapped. Pure: no I/O.
 """
@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from gpuwizard.safetext import clean
+from gpuwizard.core.safetext import clean
 
 MASK = "********"
 MASK_BYTES = MASK.encode()

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from gpuwizard.plan import SecretRef
+from gpuwizard.core.plan import SecretRef
 
 SOCKET_NAME = "answer.sock"
 MAX_SECRET_BYTES = 4096

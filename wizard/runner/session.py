@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from gpuwizard.detect import detect_host
-from gpuwizard.host import Host
-from gpuwizard.paths import LOGIN_BANNER
-from gpuwizard.plan import SecretRef
+from gpuwizard.core.paths import LOGIN_BANNER
+from gpuwizard.core.plan import SecretRef
+from gpuwizard.core.safetext import one_line
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.host import Host
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.apply import Applier, PersonAnswer
 from gpuwizard.runner.events import StopReason
@@ -43,7 +44,6 @@ from gpuwizard.runner.lock import (
     write_run_record,
 )
 from gpuwizard.runner.secrets import SocketSecrets
-from gpuwizard.safetext import one_line
 from gpuwizard.steps import build_steps
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from gpuwizard.facts import BootSignal
-from gpuwizard.plan import assert_never
+from gpuwizard.core.facts import BootSignal
+from gpuwizard.core.plan import assert_never
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 

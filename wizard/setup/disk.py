@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.codec import CodecError, from_jsonable, to_jsonable
-from gpuwizard.facts import BootMark, judge_boot
-from gpuwizard.planner import Options
+from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.facts import BootMark, judge_boot
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.files import write_atomic
 from gpuwizard.runner.journal import Journal, JournalData, JournalError

@@ -12,10 +12,10 @@ import functools
 import time
 from pathlib import Path
 
-from gpuwizard.detect import detect_host
-from gpuwizard.detect.platform import read_boot_mark
-from gpuwizard.detect.system import read_free_space
-from gpuwizard.facts import BootMark, FreeSpace, HostFacts
+from gpuwizard.core.facts import BootMark, FreeSpace, HostFacts
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.machine.detect.platform import read_boot_mark
+from gpuwizard.machine.detect.system import read_free_space
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import (

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from gpuwizard.facts import HostFacts, judge_boot
-from gpuwizard.plan import Plan, assert_never
+from gpuwizard.core.facts import HostFacts, judge_boot
+from gpuwizard.core.plan import Plan, assert_never
+from gpuwizard.core.selection import Selection
 from gpuwizard.runner.journal import JournalData
-from gpuwizard.selection import Selection
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.lease import Holder
 from gpuwizard.setup.request import SetupRequest, differences

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.plan import Plan
+from gpuwizard.core.selection import Selection
 from gpuwizard.export.answers import Answers, misfits
-from gpuwizard.facts import HostFacts
-from gpuwizard.plan import Plan
-from gpuwizard.planner import OptionsError, plan_for
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import OptionsError, plan_for
 from gpuwizard.recommend.result import Refusal
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import BadInput, target_from_facts
-from gpuwizard.selection import Selection
 from gpuwizard.setup.flow import EXIT_BAD_INPUT, EXIT_UNSUPPORTED, Planned, PlanRefused
 from gpuwizard.setup.request import SetupRequest
 from gpuwizard.steps.base import PlanError

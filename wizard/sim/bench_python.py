@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpuwizard.bench.protocol import MODES, SCHEMA, Mode
 from gpuwizard.bench.references import load_references, mode_class
-from gpuwizard.facts import Gpu
+from gpuwizard.core.facts import Gpu
 from gpuwizard.sim import effects
 from gpuwizard.sim.machine import loaded_modules, sim_gpus, sim_has_nvswitch
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox

@@ -13,8 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
+from gpuwizard.core.version import is_cuda_variant, variant_cuda
 from gpuwizard.sim.sandbox import Sandbox, SimState
-from gpuwizard.version import is_cuda_variant, variant_cuda
 
 DRIVER_VERSIONS = {
     "595": "595.71.05", "580": "580.95.05", "570": "570.133.20", "550": "550.144.03", "535": "535.288.01",

@@ -15,14 +15,14 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuwizard import dpkgdb
-from gpuwizard.detect import pci
-from gpuwizard.detect.installs import PACKAGE_PATTERNS
-from gpuwizard.detect.platform import BOOT_ID
-from gpuwizard.detect.recording import load_commands, recorded_host
-from gpuwizard.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
-from gpuwizard.host import MISSING_TOOL, Host, Output
-from gpuwizard.paths import MANAGED_SERVICES
+from gpuwizard.core.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.core.paths import MANAGED_SERVICES
+from gpuwizard.machine import dpkgdb
+from gpuwizard.machine.detect import pci
+from gpuwizard.machine.detect.installs import PACKAGE_PATTERNS
+from gpuwizard.machine.detect.platform import BOOT_ID
+from gpuwizard.machine.detect.recording import load_commands, recorded_host
+from gpuwizard.machine.host import MISSING_TOOL, Host, Output
 from gpuwizard.sim.effects import is_driver
 from gpuwizard.sim.sandbox import Sandbox, SimState
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.detect.recording import recorded_host
-from gpuwizard.host import Host
+from gpuwizard.machine.detect.recording import recorded_host
+from gpuwizard.machine.host import Host
 
 DEFAULT_PROFILE = "h100x8-ubuntu2204-fresh"
 

@@ -18,13 +18,13 @@ import time
 import uuid
 from pathlib import Path
 
-from gpuwizard.detect.platform import PROC_STAT, parse_boot_id, parse_btime
-from gpuwizard.facts import BTIME_SLACK_S
+from gpuwizard.core.facts import BTIME_SLACK_S
+from gpuwizard.core.version import kernel_sort_key
+from gpuwizard.machine.detect.platform import PROC_STAT, parse_boot_id, parse_btime
 from gpuwizard.runner.lock import read_run_record, runner_status
 from gpuwizard.sim.effects import kernels
 from gpuwizard.sim.machine import driver_version, sim_gpus
 from gpuwizard.sim.sandbox import Sandbox, SimState
-from gpuwizard.version import kernel_sort_key
 
 BASE_MODULES = (
     "tls 155648 0 - Live 0x0000000000000000\ndrm 774144 3 drm_kms_helper, Live 0x0000000000000000\n"

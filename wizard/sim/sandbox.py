@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuwizard import dpkgdb as dpkg
-from gpuwizard.codec import from_jsonable, to_jsonable
+from gpuwizard.core.codec import from_jsonable, to_jsonable
+from gpuwizard.machine import dpkgdb as dpkg
 from gpuwizard.machine import user_state_dir
 from gpuwizard.runner.files import write_atomic
 
@@ -141,8 +141,8 @@ def create(place: SimPlace, scenario: dict[str, Any] | None = None) -> Sandbox:
     """Copy the profile into a fresh sandbox (files, not links: nothing can point outside)."""
     # Imported here: every stand-in tool call imports this module, and detection (which
     # profiles pulls in) would add a third to each call's start-up.
-    from gpuwizard.detect.installs import read_dpkg
-    from gpuwizard.detect.recording import recorded_host
+    from gpuwizard.machine.detect.installs import read_dpkg
+    from gpuwizard.machine.detect.recording import recorded_host
     from gpuwizard.sim.profiles import find_profile
 
     profile = find_profile(place.profile)

@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from gpuwizard.pins import pin_for
+from gpuwizard.core.pins import pin_for
 from gpuwizard.sim import shim
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox
 from gpuwizard.steps.install_python import UV_SPEC, UV_VERSION

@@ -1,0 +1,163 @@
+"""``gpuwizard bench``: the benchmark without the TUI, printing as it goes.
+
+By default it runs in the environment the wizard built (the journal names it; else the default
+path); ``--python`` picks any interpreter that has torch and torchvision. It needs no root: the
+results go to the wizard's state directory when it can write there, else to the user's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from gpuwizard.bench import protocol as bp
+from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
+from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
+from gpuwizard.bench.session import BenchSession
+from gpuwizard.machine import Machine, user_state_dir
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.runner.control import current
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+DEFAULT_ENV = "/opt/gpuwizard/envs/pytorch"
+DATALOAD_DIR = "/var/tmp"
+
+
+class BenchUsageError(ValueError):
+    """Bad input: the CLI prints it as one line and exits 2."""
+
+
+def parse_modes(text: str) -> tuple[Mode, ...]:
+    wanted = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in MODES]
+    if unknown or not wanted:
+        raise BenchUsageError(
+            f"--modes {text!r}: {'unknown mode ' + repr(unknown[0]) if unknown else 'no mode given'}"
+            f" (choose from {', '.join(MODES)})"
+        )
+    return tuple(m for m in MODES if m in wanted)
+
+
+def python_argv(args: argparse.Namespace, machine: Machine) -> tuple[str, ...]:
+    if args.python:
+        path = Path(args.python)
+        if machine.simulated:  # a path inside the simulated machine: its environment is two up
+            return machine.python_in(str(path.parent.parent))
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BenchUsageError(f"--python {args.python}: not an executable file")
+        return (str(path),)
+    env = built_env(machine.state_dir)
+    if not machine.simulated and not Path(env, "bin", "python").exists():
+        raise BenchUsageError(
+            f"no environment at {env}: run the wizard first, or pass --python PATH (a Python with torch)"
+        )
+    return machine.python_in(env)
+
+
+def built_env(state_dir: Path) -> str:
+    """The environment the wizard's last run built, else the default path."""
+    try:
+        journal = current(state_dir, None).journal
+    except OSError:
+        journal = None
+    return journal.data.selection.env.path if journal else DEFAULT_ENV
+
+
+def writable_state_dir(preferred: Path) -> Path:
+    if os.access(preferred if preferred.exists() else preferred.parent, os.W_OK):
+        return preferred
+    return user_state_dir()
+
+
+def run_bench(args: argparse.Namespace, machine: Machine) -> int:
+    modes = parse_modes(args.modes) if args.modes is not None else MODES
+    facts = detect_host(machine.host())
+    detected = len(facts.hardware.gpus)
+    gpus = detected if args.gpus is None else args.gpus
+    if not 0 <= gpus <= detected:
+        raise BenchUsageError(f"--gpus {gpus}: this machine has {detected} GPU(s)")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise BenchUsageError(f"--batch-size {args.batch_size}: must be 1 or more")
+    memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
+    spec = BenchSpec(
+        python=python_argv(args, machine),
+        gpus=gpus,
+        modes=modes,
+        batch_size=args.batch_size,
+        compile=args.compile,
+        dataload_dir=None if args.no_dataload else args.dataload or DATALOAD_DIR,
+        ddp=not args.no_ddp,
+        allreduce_max_mib=allreduce_max_mib(memory),
+    )
+    host = machine.host()
+    session = BenchSession(
+        spec, writable_state_dir(machine.state_dir), facts, nvml=host.nvml, env=dict(machine.env)
+    )
+    out = sys.stderr if args.json else sys.stdout
+    interpreter = args.python or f"{built_env(machine.state_dir)}/bin/python"
+    print(
+        f"benchmark: {session.title}, with {interpreter}; results in {session.directory}", file=out
+    )
+    progress = Progress(out)
+    session.start()
+    try:
+        while session.running():
+            progress.show(session.poll())
+            session.job.wait(0.2)
+    except KeyboardInterrupt:
+        session.cancel()
+        session.job.wait()
+        summary = session.finish()
+        print(f"stopped; what ran is in {summary.results_md}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    progress.show(session.poll())
+    summary = session.finish()
+    if args.json:
+        print(summary.results_json.read_text(encoding="utf-8"), end="")
+    else:
+        print("", summary.results_md.read_text(encoding="utf-8"), sep="\n", end="")
+    outcome = session.job.outcome
+    ran = any(isinstance(e, bp.Result) for e in outcome.events)
+    return EXIT_OK if outcome.ok and ran else EXIT_FAILED
+
+
+class Progress:
+    """One line per result, skip and problem, as the benchmark goes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.device = "cuda"
+
+    def show(self, items: list[BenchEvent | str]) -> None:
+        for item in items:
+            if line := self.line(item):
+                print(line, file=self.out)
+
+    def line(self, item: BenchEvent | str) -> str | None:
+        match item:
+            case str():
+                return item
+            case bp.Started():
+                self.device = item.device
+                where = "the CPU" if item.device == "cpu" else f"CUDA {item.cuda}"
+                return f"  torch {item.torch} on {where}, {item.world_size} process(es)"
+            case bp.Result():
+                where = (
+                    ("the CPU" if item.world_size == 1 else f"{item.world_size} CPU processes")
+                    if self.device == "cpu"
+                    else f"{item.world_size} GPU{'s' if item.world_size > 1 else ''}"
+                )
+                return (
+                    f"  {item.mode} on {where}: {item.images_per_s:,.0f} img/s "
+                    f"({item.per_gpu:,.0f} per {'process' if self.device == 'cpu' else 'GPU'}, batch {item.batch_size})"
+                )
+            case bp.Skipped():
+                return f"  {item.mode}: skipped ({item.reason})"
+            case bp.OutOfMemory():
+                return f"  {item.mode}: batch {item.batch_size} does not fit; trying {item.next}"
+            case bp.Error():
+                return f"  {item.mode or 'benchmark'}: failed: {item.message}"
+        return None

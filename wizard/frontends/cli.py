@@ -1,0 +1,504 @@
+"""The ``gpuwizard`` command: parse arguments, build the Host, run one subcommand.
+
+Every bad input ends in one line on stderr and exit 2, never a traceback. Heavy imports (the
+TUI, pynvml) happen inside the subcommand that needs them, so ``gpuwizard detect --json`` stays
+fast and never loads Textual. Everything printed passes through gpuwizard's one sanitiser
+(``gpuwizard.core.safetext``): facts, logs and answers files reach the terminal without escapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, cast
+
+from gpuwizard.core.safetext import CleanStream, json_text
+from gpuwizard.frontends.cliargs import UsageError, build_parser
+from gpuwizard.frontends.inputs import MIB, InputError, read_text
+
+if TYPE_CHECKING:
+    from gpuwizard.core.facts import HostFacts
+    from gpuwizard.export.answers import Answers
+    from gpuwizard.frontends.secretinput import Secret
+    from gpuwizard.machine import Machine
+    from gpuwizard.machine.host import Host
+    from gpuwizard.recommend.table import CompatTable
+    from gpuwizard.recommend.target import Target
+    from gpuwizard.runner.control import Backend
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNSUPPORTED = 3
+EXIT_REBOOT = 10
+
+SIMULATION_OFFER = (
+    "No NVIDIA GPU here: to try gpuwizard anyway, add --simulate PROFILE "
+    "(e.g. --simulate h100x8-ubuntu2204-fresh; `gpuwizard profiles` lists them)."
+)
+
+
+def simulated_profile(args: argparse.Namespace) -> str | None:
+    """The built-in profile ``--simulate`` names, checked; None for this machine.
+
+    Checked by name, never by truth: ``--simulate ""`` is a mistake to report, not a request
+    for the real machine.
+    """
+    name: str | None = args.simulate
+    if name is None:
+        return None
+    from gpuwizard.sim.profiles import UnknownProfile, find_profile
+
+    try:
+        find_profile(name)
+    except UnknownProfile as error:
+        raise UsageError(f"--simulate: {error}") from None
+    return name
+
+
+def host_for(args: argparse.Namespace) -> Host:
+    """The simulated profile when one is named, else the real machine."""
+    from gpuwizard.machine.detect import local_host
+
+    profile = simulated_profile(args)
+    if profile is not None:
+        from gpuwizard.sim.profiles import profile_host
+
+        return profile_host(profile)
+    return local_host()
+
+
+def detect_facts(args: argparse.Namespace) -> HostFacts:
+    from gpuwizard.machine.detect import detect_host
+
+    return detect_host(host_for(args))
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    from gpuwizard.core.codec import to_jsonable
+    from gpuwizard.frontends.report import host_lines
+    from gpuwizard.recommend.sizing import assess
+    from gpuwizard.recommend.table import load_table
+
+    facts = detect_facts(args)
+    findings = assess(facts, load_table())
+    if args.json:
+        envelope = {
+            "schema": facts.schema,
+            "facts": to_jsonable(facts),
+            "findings": to_jsonable(findings),
+        }
+        print(json_text(envelope))
+    else:
+        print("\n".join(host_lines(facts, findings)))
+        if not facts.hardware.gpus and args.simulate is None:
+            print(SIMULATION_OFFER, file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    # The solver is loaded only here: `detect --json` stays fast without it.
+    from gpuwizard.frontends.report import recommendation_lines
+    from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.pins import check_pins
+    from gpuwizard.recommend.result import Choices, Refusal, to_json_contract
+    from gpuwizard.recommend.table import load_table
+    from gpuwizard.recommend.target import BadInput
+
+    table = load_table()
+    try:
+        target, this_machine = recommend_target(args, table)
+        check_pins(table, args.torch, args.variant)
+        choices = Choices(
+            torch=args.torch,
+            variant=args.variant,
+            keep_driver=args.keep_driver,
+            needs_nvcc=args.needs_nvcc,
+        )
+        if choices.keep_driver and target.driver is None:
+            raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
+        result = recommend(table, target, choices)
+    except BadInput as error:
+        raise UsageError(str(error)) from None
+    online = online_report(table) if args.online else None
+    if args.json:
+        contract = to_json_contract(result)
+        if online is not None:
+            contract["online"] = online
+        print(json_text(contract))
+    else:
+        print("\n".join(recommendation_lines(result)))
+        if online is not None:
+            print("\nOnline: " + str(online["summary"]))
+    if isinstance(result, Refusal) and not result.gpus and this_machine and args.simulate is None:
+        print(SIMULATION_OFFER, file=sys.stderr)
+    return EXIT_UNSUPPORTED if isinstance(result, Refusal) else EXIT_OK
+
+
+def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Target, bool]:
+    """The host to recommend for, and whether it is the one this command runs on (or simulates)."""
+    from gpuwizard.recommend.target import target_from_facts, target_from_spec
+
+    described = args.gpu or args.os or args.driver or args.driver_flavor or args.python
+    if args.facts and described:
+        raise UsageError("--facts describes the whole host; drop --gpu/--os/--driver/--python")
+    if args.facts:
+        return target_from_facts(read_facts(args.facts), table), False
+    if described:
+        if not args.gpu or not args.os:
+            raise UsageError(
+                "describe a host with both --gpu and --os (e.g. --gpu H100 --os ubuntu:22.04)"
+            )
+        spec = (args.gpu, args.os, args.arch, args.driver, args.driver_flavor, args.python)
+        return target_from_spec(table, *spec), False
+    return target_from_facts(detect_facts(args), table), True
+
+
+FACTS_MAX_BYTES = 16 * MIB
+"""`detect --json` of an 8-GPU server is about 40 KiB; anything near this is not a facts file."""
+
+
+def read_facts(path: Path) -> HostFacts:
+    from gpuwizard.core.codec import CodecError
+    from gpuwizard.core.facts import HostFacts
+
+    try:
+        text = read_text(path, FACTS_MAX_BYTES, "a facts file")
+        return HostFacts.from_json(text)
+    except (InputError, CodecError) as error:
+        raise UsageError(f"--facts {path}: {error}") from None
+
+
+def online_report(table: CompatTable) -> dict[str, object]:
+    from gpuwizard.core.version import Version
+    from gpuwizard.machine.detect.online import query_index
+    from gpuwizard.machine.host import SubprocessRunner
+
+    answer = query_index(SubprocessRunner())
+    newest = max(Version.parse(r.version) for r in table.torch_releases)
+    newer = [v for v in answer.versions if Version.parse(v) > newest]
+    if answer.error:
+        summary = f"could not ask the package index: {answer.error}"
+    elif newer:
+        summary = (
+            f"the index offers torch {', '.join(newer)}, newer than gpuwizard's table "
+            f"({table.reviewed}); not recommended until its builds are confirmed"
+        )
+    else:
+        summary = (
+            f"the index offers nothing newer than torch {newest} (table reviewed {table.reviewed})"
+        )
+    return {
+        "index_versions": list(answer.versions[:10]),
+        "newer_than_table": newer,
+        "error": answer.error,
+        "summary": summary,
+    }
+
+
+def backend_for(args: argparse.Namespace) -> Backend:
+    profile = simulated_profile(args)
+    if profile is not None:
+        from gpuwizard.sim.backend import sim_backend
+
+        return sim_backend(profile, reset=getattr(args, "reset", False))
+    if getattr(args, "reset", False):
+        raise UsageError("--reset starts a simulated host over; it needs --simulate PROFILE")
+    return real_backend()
+
+
+REBOOT_COMMAND = ("systemctl", "reboot")
+
+
+def reboot_this_machine(run: Callable[[list[str]], object] | None = None) -> None:
+    """Reboot the real machine (the person confirmed it); ``run`` carries out the command."""
+    import subprocess
+
+    (run or partial(subprocess.run, check=False))(list(REBOOT_COMMAND))
+
+
+def require_root(message: str) -> None:
+    import os
+
+    if os.geteuid() != 0:
+        raise UsageError(f"{message}, or try --simulate PROFILE (see `gpuwizard profiles`)")
+
+
+def real_backend(state_dir: Path | None = None) -> Backend:
+    """This machine as the runner drives it. Starting a runner needs root; building this does not."""
+    import os
+
+    from gpuwizard.core.paths import STATE_DIR
+    from gpuwizard.machine.detect import local_host
+    from gpuwizard.runner.control import Backend
+
+    state = state_dir or Path(STATE_DIR)
+    owner = os.environ.get("SUDO_UID")
+    runner = (
+        sys.executable,
+        *("-m", "gpuwizard.runner", "run", "--state", str(state)),
+        *(("--owner", owner) if owner else ()),
+    )
+    return Backend(
+        name=this_machines_name(),
+        host=local_host,
+        state_dir=state,
+        runner=runner,
+        env={},
+        reboot=reboot_this_machine,
+    )
+
+
+def this_machines_name() -> str:
+    """The host name, for titles and messages ("Plan for gpu-node-07:"); its clean form only."""
+    import socket
+
+    from gpuwizard.core.safetext import one_line
+
+    return one_line(socket.gethostname())[:64] or "this machine"
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    import os
+
+    from gpuwizard.frontends.headless import ApplyError, ApplyRequest, apply
+    from gpuwizard.recommend.planner import Options
+    from gpuwizard.recommend.result import Choices
+    from gpuwizard.setup.request import SetupRequest
+
+    options = Options(
+        env_kind=args.env, env_name=args.env_name, needs_nvcc=args.needs_nvcc, cudnn=args.cudnn, docker=args.docker,
+        dcgm=args.dcgm, nccl=args.nccl, hold_driver=args.hold_driver, persistence=not args.no_persistence,
+    )  # fmt: skip
+    checked_pins(args.torch, args.variant)
+    choices = Choices(
+        torch=args.torch,
+        variant=args.variant,
+        keep_driver=args.keep_driver,
+        needs_nvcc=args.needs_nvcc,
+    )
+    answers = None
+    if args.config is not None:
+        if options != Options() or choices != Choices():
+            raise UsageError("--config gives every choice; drop the other choice and option flags")
+        answers = read_answers(args.config)
+        choices, options = answers.engine_choices, answers.options
+    elif args.accept_changes or args.force:
+        flag = "--accept-changes" if args.accept_changes else "--force"
+        raise UsageError(f"{flag} goes with --config answers.yaml")
+    rebooted = None if args.rebooted is None else args.rebooted == "yes"
+    request = ApplyRequest(
+        SetupRequest(choices, options, rebooted=rebooted), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
+        force=args.force or os.environ.get("GPUWIZARD_FORCE") == "1",
+    )  # fmt: skip
+    backend = backend_for(args)
+    if not backend.simulated and not args.dry_run:
+        require_root("installing changes the system: run it as root (sudo gpuwizard apply ...)")
+    try:
+        return apply(backend, request, out=sys.stdout)  # the cleaned stream, as it is now
+    except ApplyError as error:
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        if error.no_gpu and not backend.simulated:
+            print(SIMULATION_OFFER, file=sys.stderr)
+        return error.code
+
+
+def given_secrets(args: argparse.Namespace) -> dict[str, Secret]:
+    """The MOK password from --mok-password-file or --mok-password-stdin, checked on the way in."""
+    from gpuwizard.frontends.secretinput import (
+        SecretInputError,
+        read_password_file,
+        read_password_stdin,
+    )
+    from gpuwizard.steps.enroll_mok import MOK_PASSWORD
+
+    try:
+        if args.mok_password_file is not None:
+            return {MOK_PASSWORD.name: read_password_file(args.mok_password_file)}
+        if args.mok_password_stdin:
+            stdin = sys.stdin
+            return {MOK_PASSWORD.name: read_password_stdin(stdin.buffer, stdin.isatty())}
+    except SecretInputError as error:
+        raise UsageError(str(error)) from None
+    return {}
+
+
+def checked_pins(torch: str | None, variant: str | None) -> None:
+    from gpuwizard.recommend.pins import check_pins
+    from gpuwizard.recommend.table import load_table
+    from gpuwizard.recommend.target import BadInput
+
+    try:
+        check_pins(load_table(), torch, variant)
+    except BadInput as error:
+        raise UsageError(str(error)) from None
+
+
+def read_answers(path: Path) -> Answers:
+    from gpuwizard.export.answers import MAX_BYTES, AnswersError, load_answers
+
+    try:
+        return load_answers(read_text(path, MAX_BYTES, "an answers file"))
+    except (InputError, AnswersError) as error:
+        raise UsageError(f"--config {path}: {error}") from None
+
+
+def machine_for(args: argparse.Namespace) -> Machine:
+    """The simulated profile when one is named, else this machine (looking needs no root)."""
+    return backend_for(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gpuwizard.frontends.benchcmd import BenchUsageError, run_bench
+
+    try:
+        return run_bench(args, machine_for(args))
+    except BenchUsageError as error:
+        raise UsageError(str(error)) from None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from gpuwizard.frontends.exportcmd import ExportUsageError, run_export
+
+    if args.accept_changes and args.config is None:
+        raise UsageError("--accept-changes goes with --config answers.yaml")
+    answers = read_answers(args.config) if args.config is not None else None
+    try:
+        return run_export(args, machine_for(args), answers)
+    except ExportUsageError as error:
+        if error.code == EXIT_BAD_INPUT:
+            raise UsageError(str(error)) from None
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        if error.no_gpu and args.simulate is None:
+            print(SIMULATION_OFFER, file=sys.stderr)
+        return error.code
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from gpuwizard.frontends.doctorcmd import DoctorUsageError, run_doctor
+
+    try:
+        return run_doctor(args, machine_for(args))
+    except DoctorUsageError as error:
+        raise UsageError(str(error)) from None
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    del args
+    from gpuwizard.sim.profiles import list_profiles
+
+    profiles = list_profiles()
+    width = max(len(p.name) for p in profiles)
+    for profile in profiles:
+        print(f"{profile.name:<{width}}  {profile.description}")
+    return EXIT_OK
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from gpuwizard.machine.detect.capture import capture_host
+
+    directory: Path = args.directory
+    try:
+        facts = capture_host(host_for(args), directory, args.description)
+    except FileExistsError:
+        raise UsageError(
+            f"capture-host: {directory} exists; give a new folder (it is created private, 0700)"
+        ) from None
+    except OSError as error:
+        raise UsageError(f"capture-host: {directory}: {error.strerror or error}") from None
+    where = facts.os.pretty_name if facts.os else "an unknown OS"
+    print(f"recorded {len(facts.hardware.gpus)} GPU(s) on {where} into {directory}")
+    return EXIT_OK
+
+
+def cmd_default(args: argparse.Namespace) -> int:
+    """No subcommand: the wizard. Without an NVIDIA GPU here it simulates a built-in server."""
+    make_backend = tui_backend(args)
+    from gpuwizard.frontends.app import run_tui  # Textual is loaded only for the TUI
+
+    message, code = run_tui(make_backend)
+    if message:
+        print(message, file=sys.stderr if code not in (EXIT_OK, EXIT_REBOOT) else sys.stdout)
+    return code
+
+
+def tui_backend(
+    args: argparse.Namespace, has_gpu: Callable[[], bool] | None = None
+) -> Callable[[], Backend]:
+    """How to make the machine the wizard drives: the named profile; else this machine when it
+    has an NVIDIA GPU (as root); else the default simulated server, said before the TUI starts
+    (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend
+    itself (runner, journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
+    if args.simulate is None and (has_gpu or has_nvidia_gpu)():
+        require_root(
+            "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
+        )
+        return real_backend
+    if args.simulate is None:
+        from gpuwizard.sim.profiles import DEFAULT_PROFILE
+
+        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
+        args.simulate = DEFAULT_PROFILE
+        return lambda: dataclasses.replace(
+            backend_for(args), name=f"simulated {DEFAULT_PROFILE} ({NO_GPU_NOTE})"
+        )
+    simulated_profile(args)
+    return partial(backend_for, args)
+
+
+NO_GPU_NOTE = "no GPU here"
+"""In the title beside the profile: ~60 characters fit at 80 columns ("Benchmark — SIMULATION:
+h100x8-ubuntu2204-fresh (no GPU here)" is 61)."""
+
+
+def has_nvidia_gpu() -> bool:
+    from gpuwizard.machine.detect import detect_host, local_host
+
+    return bool(detect_host(local_host()).hardware.gpus)
+
+
+COMMANDS = {
+    "detect": cmd_detect,
+    "recommend": cmd_recommend,
+    "apply": cmd_apply,
+    "bench": cmd_bench,
+    "export": cmd_export,
+    "doctor": cmd_doctor,
+    "profiles": cmd_profiles,
+    "capture-host": cmd_capture,
+    None: cmd_default,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Facts, logs, answers files and paths can carry terminal escapes: whatever a command prints
+    # goes through the sanitiser (the TUI draws on the real stderr; Textual writes there itself).
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = cast(TextIO, CleanStream(out)), cast(TextIO, CleanStream(err))
+    try:
+        return run_command(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def run_command(argv: Sequence[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as error:
+        print(f"gpuwizard: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("gpuwizard: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The ``gpuwizard`` command line's grammar: every subcommand, option and help text.
+
+Errors are one line naming the fix (``UsageError``), never argparse's usage dump; the commands
+themselves live in ``gpuwizard.frontends.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import NoReturn
+
+from gpuwizard import __version__
+from gpuwizard.frontends.inputs import InputError, check_path
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2."""
+
+
+def text_arg(text: str) -> str:
+    """A value without control characters (a pasted newline would break every line it is in)."""
+    try:
+        return check_path(text) if text else text
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def path_arg(text: str) -> Path:
+    try:
+        return Path(check_path(text))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but errors are one line that names the fix, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpuwizard", description="Set up a fresh Linux GPU server for PyTorch."
+    )
+    parser.add_argument("--version", action="version", version=f"gpuwizard {__version__}")
+    parser.add_argument(
+        "--simulate",
+        metavar="PROFILE",
+        help="use a built-in simulated host (see `gpuwizard profiles`)",
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="with --simulate: start the simulated host over"
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+
+    detect = sub.add_parser("detect", help="show what this host has: GPUs, OS, driver, sizing")
+    detect.add_argument("--json", action="store_true", help="print HostFacts and findings as JSON")
+    detect.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    recommend = sub.add_parser(
+        "recommend", help="recommend driver, CUDA build and PyTorch, with reasons"
+    )
+    source = recommend.add_argument_group("host (default: this machine)")
+    source.add_argument(
+        "--facts", type=path_arg, metavar="FILE", help="facts JSON from `gpuwizard detect --json`"
+    )
+    source.add_argument(
+        "--gpu", action="append", metavar="PCI_ID_OR_NAME", help="a GPU, repeat for several"
+    )
+    source.add_argument("--os", metavar="ID:VERSION", help="e.g. ubuntu:22.04, debian:12, rocky:9")
+    source.add_argument(
+        "--arch",
+        choices=("x86_64", "aarch64"),
+        help="default: aarch64 for Grace superchips (GH200, GB200, GB10), else x86_64",
+    )
+    source.add_argument("--driver", metavar="VERSION", help="the driver already installed")
+    source.add_argument("--driver-flavor", choices=("open", "proprietary"))
+    source.add_argument("--python", metavar="X.Y", help="the system python3 version")
+    recommend.add_argument(
+        "--torch", metavar="VERSION", help="a release (2.14.1), a series (2.5) or latest"
+    )
+    recommend.add_argument("--variant", metavar="cuXYZ", help="a CUDA build, e.g. cu126")
+    recommend.add_argument(
+        "--keep-driver", action="store_true", help="never change the installed driver"
+    )
+    recommend.add_argument(
+        "--needs-nvcc", action="store_true", help="also install the matching CUDA toolkit"
+    )
+    recommend.add_argument(
+        "--online",
+        action="store_true",
+        help="ask the package index (through pip) for newer releases",
+    )
+    recommend.add_argument("--json", action="store_true", help="print one JSON object")
+    recommend.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    apply = sub.add_parser("apply", help="install the recommended setup without the TUI")
+    apply.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask: apply the plan and reboot when a step needs it",
+    )
+    apply.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    apply.add_argument("--verbose", action="store_true", help="print every command's output")
+    apply.add_argument(
+        "--reset", action="store_true", help="simulation only: start the simulated host over"
+    )
+    apply.add_argument("--torch", metavar="VERSION")
+    apply.add_argument("--variant", metavar="cuXYZ")
+    apply.add_argument("--keep-driver", action="store_true")
+    apply.add_argument(
+        "--needs-nvcc", action="store_true", help="also install the CUDA toolkit (nvcc)"
+    )
+    apply.add_argument(
+        "--env", choices=("venv", "conda"), default="venv", help="Python environment kind"
+    )
+    apply.add_argument("--env-name", default="pytorch", help="name under /opt/gpuwizard/envs")
+    for extra in ("cudnn", "docker", "dcgm", "nccl", "hold-driver"):
+        apply.add_argument(
+            f"--{extra}", action="store_true", help=f"also set up {extra.replace('-', ' ')}"
+        )
+    apply.add_argument(
+        "--no-persistence", action="store_true", help="leave nvidia-persistenced off"
+    )
+    apply.add_argument(
+        "--config",
+        type=path_arg,
+        metavar="FILE",
+        help="replay an answers.yaml (from `gpuwizard export`)",
+    )
+    apply.add_argument(
+        "--accept-changes",
+        action="store_true",
+        help="with --config: plan even where the answers resolve to a different plan here",
+    )
+    apply.add_argument(
+        "--force",
+        action="store_true",
+        help="with --config: replay on a host unlike the one the answers were made on "
+        "(also GPUWIZARD_FORCE=1, as deploy.sh)",
+    )
+    mok = apply.add_mutually_exclusive_group()
+    mok.add_argument(
+        "--mok-password-file",
+        type=path_arg,
+        metavar="FILE",
+        help="the one-time MOK password (Secure Boot) from a file only you can read (chmod 600)",
+    )
+    mok.add_argument(
+        "--mok-password-stdin",
+        action="store_true",
+        help="read the one-time MOK password from standard input (a pipe)",
+    )
+    apply.add_argument(
+        "--rebooted",
+        choices=("yes", "no"),
+        help="whether the machine restarted since gpuwizard asked for a reboot, where neither "
+        "its boot_id nor /proc/stat's boot time can tell",
+    )
+    apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    bench = sub.add_parser(
+        "bench", help="run the ResNet-50 / DDP / NCCL benchmark and compare with published numbers"
+    )
+    bench.add_argument(
+        "--python",
+        type=path_arg,
+        metavar="PATH",
+        help="an interpreter with torch (default: the wizard's environment)",
+    )
+    bench.add_argument(
+        "--modes",
+        help="comma-separated, of: fp32 (strict), tf32, amp-fp16, amp-bf16 (default: all)",
+    )
+    bench.add_argument("--gpus", type=int, metavar="N", help="GPUs to use (default: all; 0: CPU)")
+    bench.add_argument(
+        "--batch-size", type=int, metavar="N", help="per GPU (default: the largest that fits)"
+    )
+    bench.add_argument("--compile", action="store_true", help="torch.compile the model")
+    bench.add_argument(
+        "--dataload",
+        type=path_arg,
+        metavar="DIR",
+        help="where the data-loading check writes scratch files (default: /var/tmp)",
+    )
+    bench.add_argument("--no-dataload", action="store_true", help="skip the data-loading check")
+    bench.add_argument(
+        "--no-ddp", action="store_true", help="one GPU only: no DDP and all-reduce run"
+    )
+    bench.add_argument(
+        "--json", action="store_true", help="print results.json at the end, nothing else on stdout"
+    )
+    bench.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)  # fmt: skip
+
+    export = sub.add_parser(
+        "export",
+        help="the chosen setup as deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init",
+    )
+    export.add_argument(
+        "--format",
+        metavar="NAMES",
+        help="comma-separated, of: script, dockerfile, answers, ansible, cloud-init (default: all)",
+    )
+    export.add_argument(
+        "--config",
+        type=path_arg,
+        metavar="FILE",
+        help="export the plan of an answers.yaml for this machine",
+    )
+    export.add_argument(
+        "--accept-changes",
+        action="store_true",
+        help="with --config: even for another kind of server",
+    )
+    export.add_argument(
+        "-o", "--output", type=path_arg, metavar="DIR",
+        help="write the files here (default: stdout for one file, else ./gpuwizard-export)",
+    )  # fmt: skip
+    export.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="diagnose known problems: driver, CUDA versions, Secure Boot, GPU errors, NCCL",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument(
+        "--bundle", nargs="?", const="", type=text_arg, metavar="PATH",
+        help="also write a redacted support archive (tar.gz; default: ./gpuwizard-bundle-<time>.tar.gz)",
+    )  # fmt: skip
+    doctor.add_argument(
+        "--log", action="append", type=path_arg, metavar="FILE",
+        help="also look for known errors in this log (a training run's output); repeatable",
+    )  # fmt: skip
+    doctor.add_argument(
+        "--env", type=text_arg, metavar="PATH",
+        help="the Python environment with torch (default: the one gpuwizard set up)",
+    )  # fmt: skip
+    doctor.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+
+    sub.add_parser("profiles", help="list the built-in simulated hosts")
+
+    capture = sub.add_parser("capture-host", help="record what detection reads, as a test fixture")
+    capture.add_argument("directory", type=path_arg)
+    capture.add_argument(
+        "--description", type=text_arg, default="", help="one line saying what machine this is"
+    )
+    return parser

@@ -1,0 +1,454 @@
+"""``gpuwizard apply``: the state machine of gpuwizard.setup.flow with scripted answers.
+
+The TUI and this front end share the start rule, every transition and the driver; this one
+answers from its flags instead of keys: it always goes on (Continue), decides what the flags
+ask for, approves the plan when ``--yes`` is given or a person types y, runs every step at once,
+and confirms a reboot only with ``--yes``. It prints one line per runner event (the same fold of
+events the TUI renders) and exits 0 (everything done and verified), 10 (stopped for a reboot:
+run the same command after it), 1 (a step failed, the host changed, not confirmed), 2 (bad
+input) or 3 (nothing fits this server). Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TextIO
+
+from gpuwizard.core.hints import match as known_error
+from gpuwizard.core.plan import Plan, SecretRef, WriteFile, secrets_in
+from gpuwizard.export.answers import Answers
+from gpuwizard.frontends.secretinput import Secret
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.control import Backend
+from gpuwizard.runner.events import StopReason
+from gpuwizard.runner.journal import FINISHED_STATES
+from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold, told_by
+from gpuwizard.setup import flow
+from gpuwizard.setup.driver import RunEvents, SetupDriver
+from gpuwizard.setup.plan import Replay, has_work
+from gpuwizard.setup.request import SetupRequest
+
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
+POLL_S = 0.1
+
+
+class ApplyError(Exception):
+    """Refused before anything changed; printed as one line (exit 2, or 3 when unsupported)."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, no_gpu: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.no_gpu = no_gpu
+        """Refused because the host has no NVIDIA GPU at all (a front end may offer the simulation)."""
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    setup: SetupRequest = field(default_factory=SetupRequest)
+    yes: bool = False
+    dry_run: bool = False
+    verbose: bool = False
+    answers: Answers | None = None
+    """Replaying an answers file: the request above comes from it."""
+    accept_changes: bool = False
+    """Plan even where the answers resolve to a different plan here."""
+    force: bool = False
+    """Replay the answers on a host unlike the one they were made on (--force, GPUWIZARD_FORCE=1)."""
+    secrets: Mapping[str, Secret] = field(default_factory=dict)
+    """Secrets given up front (--mok-password-file/-stdin), by SecretRef name; asked for otherwise."""
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    lines = [f"  {line}" for line in plan.summary]
+    todo = [s for s in plan.steps if not s.satisfied]
+    lines.append(f"\n{len(todo)} of {len(plan.steps)} steps to do:")
+    for number, step in enumerate(todo, 1):
+        mark = (
+            " (reboot)"
+            if step.reboot
+            else " (takes effect after the reboot)"
+            if step.needs_reboot
+            else ""
+        )
+        lines.append(f"{number:>3}. {step.title}{mark}")
+        lines += [
+            f"       {a.display()}" if isinstance(a, WriteFile) else f"       $ {a.display()}"
+            for a in step.actions
+        ]
+    return lines
+
+
+class Printer:
+    """One line per event; the live log only with --verbose, and its tail when a step fails."""
+
+    def __init__(self, out: TextIO, verbose: bool) -> None:
+        self.out = out
+        self.verbose = verbose
+
+    def show(self, event: ev.RunEvent, view: RunView | None = None) -> None:  # noqa: C901 - one branch per event kind
+        write = self.out.write
+        match event:
+            case ev.StepStarted():
+                write(f"==> {event.title}\n")
+            case ev.StepSkipped():
+                write(f"    skip {event.step}: {event.reason}\n")
+            case ev.ActionStarted():
+                write(f"    $ {event.command[:200]}\n")
+            case ev.LogLines() if self.verbose:
+                if event.dropped:  # a flood: the step's log file has them
+                    write(f"      [… {event.dropped:,} lines not shown …]\n")
+                write("".join(f"      {line}\n" for line in event.lines))
+            case ev.StepFinished():
+                write(f"    {'done' if event.ok else 'FAILED'}: {event.step}: {event.reason}\n")
+                if not event.ok:
+                    self.explain_failure(event, view)
+            case ev.StepAwaitingReboot():
+                write(f"    {event.step}: {event.reason}\n")
+            case ev.RebootRequested():
+                write(f"==> reboot needed: {event.reason}\n")
+            case ev.RebootDetected():
+                write(f"==> the machine rebooted ({told_by(event.signal)}); checking again\n")
+            case ev.RunStopped() if event.reason is not StopReason.PAUSED:
+                write(f"==> stopped: {event.why}\n")
+            case ev.RunFinished():
+                write(f"==> {event.summary}\n")
+            case _:
+                pass
+        self.out.flush()
+
+    def explain_failure(self, event: ev.StepFinished, view: RunView | None) -> None:
+        """The output's last lines, what they mean when the error is a known one, the full log."""
+        write = self.out.write
+        tail = list(view.tail)[-15:] if view is not None else []
+        if not self.verbose:
+            write("".join(f"      | {line}\n" for line in tail))
+        if (hint := known_error(tail)) is not None:
+            write(f"    why: {hint.explanation}\n    what to do: {hint.fix}\n")
+        if event.log:
+            write(f"    full log: {event.log}\n")
+
+
+HOW_TO_GIVE = (
+    "give it with --mok-password-file FILE (chmod 600) or --mok-password-stdin, "
+    "or run gpuwizard in a terminal"
+)
+
+
+def secrets_needed(plan: Plan, done: Collection[str] = ()) -> list[SecretRef]:
+    """The secrets the plan's steps still to run will ask for, each once."""
+    remaining = tuple(s for s in plan.steps if not s.satisfied and s.id not in done)
+    return list(secrets_in(replace(plan, steps=remaining)))
+
+
+def confirm(out: TextIO, prompt: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    out.write(prompt)
+    out.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+class Script:
+    """The answers ``apply`` gives, stage by stage; an int is the exit code to stop with."""
+
+    def __init__(
+        self,
+        driver: SetupDriver,
+        request: ApplyRequest,
+        out: TextIO,
+        ask: Callable[[str], str] = getpass.getpass,
+        has_tty: Callable[[], bool] = lambda: sys.stdin.isatty(),
+        ask_line: Callable[[str], str] = input,
+    ) -> None:
+        self.driver = driver
+        self.request = request
+        self.out = out
+        self.ask = ask
+        self.has_tty = has_tty
+        self.ask_line = ask_line
+        self.printer = Printer(out, request.verbose)
+        self.prepared = False
+        self.reboot_said = False
+        self.name = driver.backend.name
+
+    def answer(self, stage: flow.Stage) -> flow.Answer | int:  # noqa: C901 - one case per stage
+        match stage:
+            case flow.Showing():
+                return flow.Continue()
+            case flow.Choosing():
+                if stage.note:
+                    self.out.write(f"{stage.note}\n")
+                return flow.Decided(self.request.setup)
+            case flow.Reviewing():
+                return self.review(stage)
+            case flow.Installing():
+                return self.install(stage)
+            case flow.Watching():
+                return self.watch(stage)
+            case flow.AwaitingReboot():
+                return self.reboot(stage)
+            case flow.AskingReboot():
+                return self.ask_rebooted(stage)
+            case flow.Resuming():
+                return self.resume(stage)
+            case flow.Verifying():
+                return self.verified(stage)
+            case flow.Refused():
+                raise ApplyError(stage.why, stage.code, no_gpu=stage.no_gpu)
+            case flow.Looking() | flow.Benchmarking() | flow.Exporting() | flow.Done():
+                return EXIT_DONE
+
+    def review(self, stage: flow.Reviewing) -> flow.Answer | int:
+        self.out.write(f"Plan for {self.name}:\n" + "\n".join(plan_lines(stage.plan)) + "\n")
+        if self.request.dry_run:
+            self.out.write("\n(dry run: nothing was changed)\n")
+            return EXIT_DONE
+        if not has_work(stage.plan):
+            self.out.write("\nNothing to do: every step is already done.\n")
+            return EXIT_DONE
+        self.require_secrets(stage.plan)
+        if not self.request.yes and not confirm(self.out, "\nApply this plan? [y/N] "):
+            raise ApplyError(
+                "not confirmed: nothing was changed (pass --yes to apply without asking)",
+                EXIT_FAILED,
+            )
+        self.prepared = True
+        return flow.Approved()
+
+    # ------------------------------------------------------------------------------ the run
+    def install(self, stage: flow.Installing) -> flow.Answer | int:
+        if self.request.dry_run:
+            return self.dry_run_of_unfinished(stage)
+        events = self.driver.events()
+        if stage.attach:
+            self.out.write(f"A runner is already at work on {self.name}; following it.\n")
+        view = self.catch_up(events, echo=stage.attach)
+        if not stage.attach:
+            if not self.prepared:
+                self.require_secrets(stage.plan, self.finished_steps())
+                self.out.write(f"Continuing the unfinished setup ({view.run_id}) on {self.name}.\n")
+            if not self.driver.start(one_step=False):
+                return self.runner_did_not_start()
+        started = view.invocation
+        view = self.follow(events, view)
+        ending = view.ending
+        if view.invocation == started and not stage.attach:
+            return self.runner_did_not_start()
+        self.reboot_said = isinstance(ending, RebootAsked)
+        if isinstance(ending, Finished | RebootAsked) or (
+            isinstance(ending, Stopped) and ending.reason is StopReason.CHANGED
+        ):
+            return flow.RunEnded(self.driver.disk())
+        return EXIT_FAILED
+
+    def watch(self, stage: flow.Watching) -> int:
+        """Another front end drives: follow its run, decide nothing, end as it ended."""
+        self.out.write(
+            f"Another gpuwizard drives the setup of {self.name}: {stage.holder.describe()}; following it.\n"
+        )
+        events = self.driver.events()
+        self.follow(events, self.catch_up(events, echo=True), watching=True)
+        journal = self.driver.disk().journal  # how it stands now, whoever made it so
+        if journal is not None and journal.reboot is not None:
+            return EXIT_REBOOT
+        return EXIT_DONE if journal is not None and journal.finished else EXIT_FAILED
+
+    def dry_run_of_unfinished(self, stage: flow.Installing) -> int:
+        self.out.write(f"An unfinished setup waits on {self.name}; its plan:\n")
+        self.out.write("\n".join(plan_lines(stage.plan)) + "\n\n(dry run: nothing was changed)\n")
+        return EXIT_DONE
+
+    def catch_up(self, events: RunEvents, echo: bool) -> RunView:
+        """The run's history so far, printed when attaching (as the TUI shows it)."""
+        view = RunView()
+        for envelope in events.poll():
+            view = fold(view, envelope)
+            if echo:
+                self.printer.show(envelope.event, view)
+        return view
+
+    def follow(self, events: RunEvents, view: RunView, watching: bool = False) -> RunView:
+        """Print the run's events until the runner is gone and nothing more is written
+        (``watching``: and the front end that drives it is gone too)."""
+        while True:
+            # Asked before reading: nothing written before it ended is missed.
+            alive = self.driver.running() or (watching and self.driver.driven_elsewhere())
+            batch = events.poll()
+            for envelope in batch:
+                view = fold(view, envelope)
+                self.printer.show(envelope.event, view)
+                if isinstance(envelope.event, ev.PromptShown) and envelope.event.secret:
+                    self.answer_secret(envelope.event)
+            if not batch and not alive:
+                return view
+            if not batch:
+                time.sleep(POLL_S)
+
+    def answer_secret(self, event: ev.PromptShown) -> None:
+        given = self.request.secrets.get(event.secret or "")
+        if given is not None:
+            self.driver.send_secret(given.value)
+            return
+        if not self.has_tty():
+            self.out.write(f"    (no terminal to ask '{event.text}' on: {HOW_TO_GIVE})\n")
+            return
+        try:
+            value = self.ask(f"{event.text}: ")
+        except (EOFError, OSError):
+            return
+        self.driver.send_secret(value)
+
+    def finished_steps(self) -> set[str]:
+        journal = self.driver.disk().journal
+        steps = journal.steps if journal is not None else ()
+        return {r.id for r in steps if r.state in FINISHED_STATES or r.state == "awaiting_reboot"}
+
+    def require_secrets(self, plan: Plan, done: Collection[str] = ()) -> None:
+        """Refuse, before any change, a plan whose steps need a secret nobody can give: not
+        given up front, and no terminal to ask on (exit 2, saying how to give it)."""
+        if self.has_tty():
+            return
+        for ref in secrets_needed(plan, done):
+            if ref.name not in self.request.secrets:
+                raise ApplyError(
+                    f"the plan needs the {ref.name} ({ref.prompt}) and there is no terminal to "
+                    f"ask on: {HOW_TO_GIVE}. Nothing was changed"
+                )
+
+    def runner_did_not_start(self) -> int:
+        log = self.driver.state_dir / "runner.log"
+        self.out.write(f"The runner ended without reporting; its output is in {log}:\n")
+        try:
+            tail = log.read_text(errors="replace").splitlines()[-10:]
+        except OSError:
+            tail = []
+        self.out.write("".join(f"  | {line}\n" for line in tail))
+        return EXIT_FAILED
+
+    # --------------------------------------------------------------------- reboot and after
+    def reboot(self, stage: flow.AwaitingReboot) -> flow.Answer | int:
+        if not self.reboot_said:  # else the runner's own event said so a moment ago
+            self.out.write(f"==> reboot needed: {stage.reason}\n")
+        if self.request.dry_run or not self.request.yes:
+            self.out.write(self.how_to_reboot())
+            return EXIT_REBOOT
+        self.out.write("==> rebooting\n")
+        return flow.RebootNow()
+
+    def how_to_reboot(self) -> str:
+        """In a simulation, how to reboot the simulated machine: never this one's `sudo reboot`."""
+        if not self.driver.backend.simulated:
+            return "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
+        without = " without --dry-run" if self.request.dry_run else ""
+        return (
+            f"Run the same command{without} with --yes to reboot the simulated machine and "
+            "continue (this machine itself is not rebooted).\n"
+        )
+
+    def ask_rebooted(self, stage: flow.AskingReboot) -> flow.Answer | int:
+        """Neither boot signal can tell: the person says, at a terminal (or with --rebooted)."""
+        question = f"Did this machine restart since {stage.since}?"
+        if self.request.dry_run:
+            self.out.write(f"{question} gpuwizard would ask this (or take --rebooted yes|no).\n")
+            return EXIT_DONE
+        if not self.has_tty():
+            raise ApplyError(
+                f"cannot tell whether this machine restarted since {stage.since} (neither its "
+                "boot_id nor /proc/stat's boot time can be read) and there is no terminal to ask "
+                "on: run the same command with --rebooted yes or --rebooted no"
+            )
+        while True:
+            try:
+                said = self.ask_line(f"==> {question} [y/n] ").strip().lower()
+            except (EOFError, OSError):
+                raise ApplyError(
+                    f"no answer to '{question}': run the same command with --rebooted yes or no"
+                ) from None
+            if said in ("y", "yes", "n", "no"):
+                return flow.RebootAnswered(said.startswith("y"))
+            self.out.write("    answer y (it restarted) or n (it did not)\n")
+
+    def resume(self, stage: flow.Resuming) -> flow.Answer | int:
+        if self.request.dry_run:
+            self.out.write(
+                f"The machine rebooted; gpuwizard would check {len(stage.plan.steps)} steps again.\n"
+            )
+            return EXIT_DONE
+        events = self.driver.events()
+        view = self.catch_up(events, echo=False)
+        if not self.driver.start(one_step=False, check_only=True, rebooted=stage.rebooted):
+            return self.runner_did_not_start()
+        if stage.rebooted is False:
+            self.out.write(
+                "==> you said the machine has not restarted: the reboot is asked for again\n"
+            )
+        view = self.follow(events, view)
+        ending = view.ending
+        if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED:
+            return EXIT_FAILED
+        return flow.Continue()
+
+    def verified(self, stage: flow.Verifying) -> int:
+        report = stage.facts.installs.verification
+        if report is not None and report.ok:
+            self.out.write(
+                f"==> verified: torch {report.torch} in {report.env} works on every GPU\n"
+            )
+        return EXIT_DONE
+
+
+def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
+    """Run the state machine to the end with scripted answers; the exit code."""
+    # Flags given on the command line insist: a run in progress made from others is refused.
+    request = replace(request, setup=replace(request.setup, insists=True))
+    replay = (
+        Replay(request.answers, request.accept_changes, request.force) if request.answers else None
+    )
+    driver = SetupDriver(
+        backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply"
+    )
+    try:
+        return run_script(driver, Script(driver, request, out), request, out)
+    finally:
+        driver.close()
+
+
+def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
+    stage: flow.Stage = flow.Looking(request.setup)
+    effects: tuple[flow.Effect, ...] = (flow.Detect(),)
+    picked_up = False
+    while True:
+        answer: flow.Answer | None = None
+        for effect in effects:
+            if isinstance(effect, flow.Exit):
+                return finish(effect, out)
+            answer = driver.carry_out(effect)
+            if (
+                isinstance(effect, flow.Reboot)
+                and isinstance(answer, flow.Rebooted)
+                and answer.failed is None
+            ):
+                out.write(
+                    "The machine is rebooting; log in again and run the same command to continue.\n"
+                )
+                return EXIT_REBOOT
+        if answer is None:
+            scripted = script.answer(stage)
+            if isinstance(scripted, int):
+                return scripted
+            answer = scripted
+        stage, effects = flow.next_stage(stage, answer)
+        if not picked_up and isinstance(answer, flow.Looked):
+            picked_up = True
+            if answer.disk.journal is not None:  # a setup began here before: say where it stands
+                out.write(f"==> where it stands: {flow.label(stage)}\n")
+
+
+def finish(effect: flow.Exit, out: TextIO) -> int:
+    if effect.message:
+        print(effect.message, file=out if effect.code in (EXIT_DONE, EXIT_REBOOT) else sys.stderr)
+    return effect.code

@@ -1,0 +1,88 @@
+"""Plain-text reports for the command line: the host at a glance, and a recommendation.
+
+Pure formatting: facts, findings and results in, lines of text out. The CLI prints them; the TUI
+has its own screens.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.recommend.sizing import Finding
+
+if TYPE_CHECKING:
+    from gpuwizard.recommend.result import Recommendation, Refusal
+
+_MARK = {"ok": "ok ", "info": "-- ", "warning": "!! ", "error": "XX "}
+
+
+def host_lines(facts: HostFacts, findings: tuple[Finding, ...]) -> list[str]:
+    os = facts.os.pretty_name if facts.os else "unknown OS"
+    lines = [f"Host     {os}, kernel {facts.boot.kernel}, {facts.platform.arch}"]
+    counts = Counter((g.model.name, g.model.arch, g.model.sm) for g in facts.hardware.gpus)
+    for (name, arch, sm), n in counts.items():
+        lines.append(f"GPU      {n}x {name} ({arch}, {sm or 'unknown sm'})")
+    if not counts:
+        lines.append("GPU      no NVIDIA GPU found")
+    if facts.hardware.nvswitches:
+        lines.append(
+            f"Fabric   {len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand"
+        )
+    nvml = facts.boot.nvml
+    driver = (
+        f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
+        if isinstance(nvml, NvmlOk)
+        else nvml.reason
+    )
+    lines.append(f"Driver   {driver}")
+    boot = facts.boot
+    nouveau = "loaded" if boot.nouveau_loaded else "not loaded"
+    lines.append(
+        f"Boot     Secure Boot {boot.secure_boot}, nouveau {nouveau}, cloud-init {boot.cloud_init}"
+    )
+    python = facts.python.system_python or "none"
+    lines.append(
+        f"Python   system {python}"
+        + (f", conda at {facts.python.conda}" if facts.python.conda else "")
+    )
+    lines.append("")
+    lines += [f"{_MARK[f.severity]} {f.title}: {f.reason}" for f in findings]
+    return lines
+
+
+def recommendation_lines(result: Recommendation | Refusal) -> list[str]:
+    if result.status == "unsupported":
+        assert not hasattr(result, "driver")
+        lines = [f"Unsupported: {result.reason}"]
+        lines += [f"  - {r}" for r in result.reasons if r]
+        return lines
+    d, t, p = result.driver, result.torch, result.python
+    flavor = f" {d.flavor}" if d.flavor else ""
+    lines = [
+        f"Status   {result.status}",
+        f"Driver   {d.action} R{d.branch}{flavor} ({d.version}; needs >= {d.min_version})",
+    ]
+    if d.packages:
+        lines.append(f"         packages: {' '.join(d.packages)}")
+    audio = f", torchaudio {t.torchaudio}" if t.torchaudio else ""
+    lines.append(
+        f"PyTorch  torch {t.version} ({t.variant}), torchvision {t.torchvision or 'UNCONFIRMED'}{audio}"
+    )
+    lines.append(f"         {t.index_url}")
+    lines.append(f"Python   {p.version} ({'system' if p.action == 'use_system' else 'to install'})")
+    if result.cuda_toolkit:
+        lines.append(
+            f"CUDA     toolkit {result.cuda_toolkit.version}: {' '.join(result.cuda_toolkit.packages)}"
+        )
+    if result.changes:
+        lines += ["", "Changes first:"] + [f"  - {c}" for c in result.changes]
+    lines += ["", "Why:"] + [f"  - {r}" for r in result.reasons]
+    if result.unconfirmed:
+        lines += ["", "UNCONFIRMED (checked after install):"] + [
+            f"  - {u}" for u in result.unconfirmed
+        ]
+    if result.rejected:
+        lines += ["", "Not chosen:"] + [f"  - {r.option}: {r.reason}" for r in result.rejected]
+    return lines

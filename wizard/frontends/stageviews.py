@@ -1,0 +1,173 @@
+"""Which view shows each stage of the flow, built from the stage and the machine's driver.
+
+The TUI's only mapping from the core (gpuwizard.setup) to its screens: it builds what a view
+needs to show and gives it the capabilities it may use (the driver as RunControl, a benchmark
+session, render and write functions). It decides nothing about where the wizard goes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuwizard.bench.chart import ReferenceMark, reference_for
+from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
+from gpuwizard.bench.references import load_references
+from gpuwizard.bench.session import BenchSession
+from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.paths import DEFAULT_ENV
+from gpuwizard.core.plan import assert_never
+from gpuwizard.core.selection import Selection
+from gpuwizard.core.version import Version
+from gpuwizard.export.formats import FORMATS, render
+from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
+from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options
+from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.sizing import assess
+from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.runner.files import write_files
+from gpuwizard.screens.benchmark import BenchmarkView
+from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.done import DoneView
+from gpuwizard.screens.export import ExportView
+from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.reboot import RebootView, RestartQuestionView
+from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.resume import ResumeView
+from gpuwizard.screens.review import ReviewView
+from gpuwizard.screens.shell import StageView
+from gpuwizard.screens.verify import VerifyView
+from gpuwizard.screens.waiting import LookingView, RefusedView
+from gpuwizard.setup import flow
+from gpuwizard.setup.driver import SetupDriver
+from gpuwizard.setup.request import SetupRequest
+from gpuwizard.setup.setups import SetupError, exportable_setup
+
+DATALOAD_DIR = "/var/tmp"
+"""Where the data-loading check writes its scratch files: a disk datasets usually share."""
+
+
+def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView:  # noqa: C901, RET503 - one case per stage
+    match stage:
+        case flow.Looking():
+            return LookingView()
+        case flow.Showing():
+            facts = stage.context.facts
+            findings = assess(facts, driver.table)
+            return DetectView(facts, findings, can_continue=bool(facts.hardware.gpus))
+        case flow.Choosing():
+            return recommend_view(stage, driver)
+        case flow.Reviewing():
+            return ReviewView(stage.plan)
+        case flow.Installing():
+            return InstallView(stage.plan, driver, stage.attach)
+        case flow.Watching():
+            return InstallView(stage.plan, driver, attach=True, driven_by=stage.holder.describe())
+        case flow.AwaitingReboot():
+            come_back = f"{ssh_hint}   then   gpuwizard"
+            mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
+            return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
+        case flow.AskingReboot():
+            return RestartQuestionView(stage.since)
+        case flow.Resuming():
+            return ResumeView(stage.plan, driver, stage.rebooted)
+        case flow.Verifying():
+            return VerifyView(stage.facts.installs.verification)
+        case flow.Benchmarking():
+            return benchmark_view(stage.facts, stage.selection, driver)
+        case flow.Exporting():
+            return export_view(stage, driver)
+        case flow.Done():
+            summary = list(stage.plan.summary[:3]) if stage.plan else []
+            return DoneView(
+                summary,
+                env_path(stage.selection),
+                driver.logs_hint,
+                stage.bench,
+                list(stage.exports),
+            )
+        case flow.Refused():
+            return RefusedView(stage.why, can_go_back=stage.back is not None)
+        case _:
+            assert_never(stage)
+
+
+def env_path(selection: Selection | None) -> str:
+    return selection.env.path if selection else DEFAULT_ENV
+
+
+def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
+    table = driver.table
+    target = target_from_facts(stage.context.facts, table)
+
+    def recompute(choices: Choices, options: Options) -> Recommendation | Refusal:
+        return recommend(table, target, SetupRequest(choices, options).engine_choices)
+
+    request = stage.context.request
+    versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
+    result = recompute(request.choices, request.options)
+    builds = {r.version: r.variants for r in table.torch_releases}
+    installed = (
+        target.driver.version if target.driver and not target.driver_managed_elsewhere else None
+    )
+    return RecommendView(
+        result, request.choices, request.options, recompute, versions, stage.note, builds, installed
+    )
+
+
+def benchmark_view(
+    facts: HostFacts, selection: Selection | None, driver: SetupDriver
+) -> BenchmarkView:
+    backend = driver.backend
+    gpus = len(facts.hardware.gpus)
+    memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
+    spec = BenchSpec(
+        python=backend.python_in(env_path(selection)),
+        gpus=gpus,
+        dataload_dir=DATALOAD_DIR,
+        allreduce_max_mib=allreduce_max_mib(memory),
+    )
+    host = backend.host()
+    session = BenchSession(spec, backend.state_dir, facts, nvml=host.nvml, env=dict(backend.env))
+    name = facts.hardware.gpus[0].model.name if gpus else None
+    references = load_references()
+
+    def reference(mode: str, world_size: int) -> ReferenceMark | None:
+        return reference_for(references, name, mode, world_size) if name else None
+
+    return BenchmarkView(session, bench_about(gpus), reference)
+
+
+def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
+    source, note = ExportSource(stage.plan, stage.selection, stage.facts), None
+    if source.already_set_up:  # this run only verified: export the run that set it up
+        try:
+            setup = exportable_setup(driver.state_dir)
+        except SetupError:
+            setup = None
+        if setup is not None:
+            source, note = setup.source, setup.note
+        else:
+            note = ALREADY_SET_UP
+    formats = [(f.name, f.title) for f in FORMATS.values()]
+    return ExportView(
+        formats,
+        lambda name: render(source, name),
+        lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
+        str(Path.home() / "gpuwizard-export"),
+        note[0].upper() + note[1:] if note else None,
+    )
+
+
+def bench_about(gpus: int) -> str:
+    """What the benchmark will do, for the view before it starts."""
+    if not gpus:
+        return "ResNet-50 training on the CPU (small images): it checks the benchmark itself."
+    ddp = f", then AMP on all {gpus} GPUs with DDP and an NCCL all-reduce test" if gpus > 1 else ""
+    minutes = 4 + (2 if gpus > 1 else 0)
+    return (
+        "ResNet-50 training on synthetic data the way the fastest public runs do it "
+        "(channels_last, cuDNN autotuning, the largest batch that fits): strict FP32, TF32, "
+        f"AMP float16 and bfloat16 on one GPU{ddp}, and a data-loading check. "
+        f"About {minutes} minutes; the results are compared with published numbers."
+    )

@@ -1,0 +1,38 @@
+"""One machine, real or simulated, as every front end and command sees it: how to look at it,
+where gpuwizard keeps its state, the environment its tools run in, and how to run a Python
+environment's interpreter there.
+
+The commands that change nothing (bench, export, doctor) need only this, and no root. A front
+end that changes the machine takes a ``Backend`` (gpuwizard.runner.control): this, plus how to
+start the runner and how to reboot. There is no other machine type.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuwizard.machine.host import Host
+
+
+@dataclass(frozen=True, kw_only=True)
+class Machine:
+    name: str
+    """"this machine" or "simulated h100x8-ubuntu2204-fresh", for titles and messages."""
+    host: Callable[[], Host]
+    """A fresh view of the machine for detection."""
+    state_dir: Path
+    """Where the wizard keeps its journal; results go here when it is writable."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the processes gpuwizard starts there (the runner, the benchmark)."""
+    simulated: bool = False
+    python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python",)
+    """argv that runs the Python of the environment at this path (the benchmark runs there)."""
+
+
+def user_state_dir() -> Path:
+    """The per-user state folder (XDG_STATE_HOME/gpuwizard), for what runs without root."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpuwizard"
