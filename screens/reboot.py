@@ -1,4 +1,5 @@
-"""RebootView: why a reboot is needed, what happens, and how to come back."""
+"""RebootView: why a reboot is needed, what happens, and how to come back; RestartQuestionView:
+whether it happened, asked where no boot signal can tell."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
 from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
-from gpuwizard.setup.flow import RebootLater, RebootNow
+from gpuwizard.setup.flow import RebootAnswered, RebootLater, RebootNow
 
 
 class RebootView(StageView):
@@ -65,3 +67,45 @@ class RebootView(StageView):
 
     def action_later(self) -> None:
         self.answer(RebootLater())
+
+
+class RestartQuestionView(StageView):
+    """Neither the boot_id nor /proc/stat's btime can tell whether the reboot happened: asks the
+    person. Answers RebootAnswered; what follows (the check, or the reboot again) is the flow's."""
+
+    BINDINGS = [
+        Binding("enter", "answer_highlighted", "Answer", priority=True),
+    ]
+    DEFAULT_CSS = """
+    RestartQuestionView #restart-body { padding: 1 2; height: auto; }
+    RestartQuestionView #restart-choices { margin: 0 2; height: auto; }
+    """
+
+    def __init__(self, since: str) -> None:
+        super().__init__()
+        self.since = since
+
+    def compose(self) -> ComposeResult:
+        body = Text.assemble(
+            (f"Did this machine restart since {self.since}?\n\n", "bold"),
+            part(
+                f"gpuwizard asked for a reboot at {self.since}, and this machine shows neither a "
+                "boot_id (/proc/sys/kernel/random/boot_id) nor a boot time (/proc/stat) to tell "
+                "whether it happened. `uptime` or `who -b` says when it last started. Your answer "
+                "is kept in the setup's journal; after a yes the steps that waited for the reboot "
+                "are checked, after a no the reboot is asked for again."
+            ),
+        )
+        yield Static(body, id="restart-body")
+        yield OptionList(
+            Option(f"Yes: it restarted after {self.since}", id="yes"),
+            Option("No: it has not restarted since then", id="no"),
+            id="restart-choices",
+        )
+
+    def action_answer_highlighted(self) -> None:
+        choices = self.query_one("#restart-choices", OptionList)
+        if choices.highlighted is None:
+            return
+        chosen = choices.get_option_at_index(choices.highlighted).id
+        self.answer(RebootAnswered(chosen == "yes"))

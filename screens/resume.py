@@ -49,6 +49,8 @@ def resume_text(
     after = f"Next: {next_title}" if next_title else "Nothing is left to do."
     if problem and not checked:
         heading = "The check after the reboot stopped:"
+    elif not rebooted and rebooted_by == "person":
+        heading = "You said the machine has not restarted: the reboot is offered again."
     elif not rebooted:
         heading = "The machine has not rebooted yet (its boot id is unchanged): the reboot is offered again."
     elif checked:
@@ -66,7 +68,7 @@ def resume_text(
 
 def _told(signal: BootSignal | None) -> str:
     """Nothing for the usual boot_id; the stand-in signal is named, so the person can judge it."""
-    return f" ({told_by(signal)})" if signal == "btime" else ""
+    return f" ({told_by(signal)})" if signal in ("btime", "person") else ""
 
 
 class ResumeView(StageView):
@@ -75,10 +77,12 @@ class ResumeView(StageView):
     ]
     DEFAULT_CSS = "ResumeView #resume-body { padding: 1 2; }"
 
-    def __init__(self, plan: Plan, control: RunControl) -> None:
+    def __init__(self, plan: Plan, control: RunControl, said: bool | None = None) -> None:
+        """``said``: the person's answer to "did it restart?" (no boot signal could tell)."""
         super().__init__()
         self.plan = plan
         self.control = control
+        self.said = said
         self.checked: list[tuple[str, str, str]] = []
         self.done = False
 
@@ -97,7 +101,7 @@ class ResumeView(StageView):
         """Run the runner's check-only pass and fold what it reports (in a worker thread)."""
         view = RunView()
         events = self.control.events()
-        if not self.control.start(one_step=False, check_only=True):
+        if not self.control.start(one_step=False, check_only=True, rebooted=self.said):
             why = "the runner did not start; its output is in runner.log in the state directory"
             view = RunView(ending=Stopped(StopReason.NO_RUNNER, why, None))
         else:
@@ -129,7 +133,8 @@ class ResumeView(StageView):
             None,
         )
         self.query_one("#resume-status", Static).display = False
-        lines = resume_text(self.checked, upcoming, view.rebooted, problem, view.rebooted_by)
+        told = "person" if self.said is False else view.rebooted_by
+        lines = resume_text(self.checked, upcoming, view.rebooted, problem, told)
         self.query_one("#resume-checked", Static).update(Group(*lines))
         self.done = True
 

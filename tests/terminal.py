@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -19,6 +20,9 @@ def require_tmux() -> None:
         pytest.skip("tmux is not installed (apt-get install tmux); CI runs these")
 
 
+_INSTANCES = itertools.count(1)
+
+
 class Terminal:
     """One tmux session of 80x24 (by default) running ``command``.
 
@@ -32,10 +36,13 @@ class Terminal:
         self.home = home
         self.size = (str(width), str(height))
         self.starts = 0
+        self.instance = next(_INSTANCES)
 
     @property
     def socket(self) -> str:
-        return f"{self.name}-{self.starts}"
+        # The instance too: the tests of one process share a name (gwp<pid>), and the server the
+        # last test killed may still be exiting on "<name>-1" when the next test starts there.
+        return f"{self.name}-{self.instance}-{self.starts}"
 
     def tmux(self, *args: str) -> list[str]:
         return ["tmux", "-L", self.socket, *args]

@@ -8,7 +8,8 @@ On machine A the wizard's own runner first repairs a dpkg that was SIGKILLed mid
 plan's repair step), then installs Debian's own driver (real DKMS build, checked with modinfo),
 loads it without a reboot, and builds the environment. On machine B the deploy.sh exported from
 A's run goes to its reboot stop, continues after the (simulated) reboot, then runs again and
-changes nothing; its end state is A's. On machine C the exported Ansible playbook runs with
+changes nothing; its end state is A's. On machine D a deploy.sh whose dpkg is SIGKILLed
+mid-unpack is run again and its repair phase (gw_run --repair) brings dpkg back. On machine C the exported Ansible playbook runs with
 --check, then for real, then again reporting no change. PyTorch's index and the GPU cannot be
 reached here: torch and torchvision come from stand-in wheels and the verification runs against
 them, and both are reported as not checked. Timings are printed at the end.
@@ -16,6 +17,7 @@ them, and both are reported as not checked. Timings are printed at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -70,6 +72,29 @@ while apt.poll() is None:
 sys.exit("dpkg finished before it could be killed mid-unpack")
 """
 OLD_REPAIR = ("dpkg", "--force-confdef", "--force-confold", "--configure", "-a")
+KILL_DEPLOY_MID_UNPACK = r"""
+import os, signal, subprocess, sys, time
+deploy = subprocess.Popen(["bash", *sys.argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def half_installed():
+    folder = "/var/lib/dpkg/updates"
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        if name.isdigit() and "half-installed" in open(os.path.join(folder, name)).read():
+            return True
+    return False
+while deploy.poll() is None:
+    if half_installed():
+        for pid in [p for p in os.listdir("/proc") if p.isdigit()]:   # this pid namespace only
+            try:
+                if open("/proc/%s/comm" % pid).read().strip() == "dpkg":
+                    os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        output = deploy.communicate()[0].decode(errors="replace")
+        print(output[-3000:])
+        sys.exit(0 if deploy.returncode != 0 else "deploy.sh went on after its dpkg was killed")
+    time.sleep(0.005)
+sys.exit("deploy.sh's dpkg finished before it could be killed mid-unpack")
+"""
 
 
 def offer_torch(machine: ChrootMachine) -> None:
@@ -332,3 +357,39 @@ def test_c_the_playbook_checks_applies_and_then_changes_nothing(a, machines, tmp
     assert again.returncode == 0, again.stdout[-4000:]
     assert recap(again)["changed"] == 0, again.stdout[-4000:]
     assert end_state(c)["modules"] == end_state(a)["modules"]
+
+
+# ----------------------------------------------------- D: deploy.sh's repair, for real
+def test_d_deploy_sh_killed_mid_unpack_repairs_dpkg_when_run_again(machines):
+    """Issue 14: deploy.sh finishes an interrupted dpkg before its next apt command. Its own
+    ``apt-get install`` of the kernel headers (a large package: the kill lands mid-unpack) is
+    SIGKILLed; the rerun runs the runner's repair commands, then the step, and dpkg is clean."""
+    d = machines("D-repair")
+    d.run(["apt-get", "-q", "update"], env=APT_ENV, check=True)
+    planned = plan_on(d, CHOICES)
+    headers = planned.plan.step("install-headers")
+    assert headers.actions, "the fresh root has no headers for its kernel"
+    only_headers = dataclasses.replace(planned.plan, steps=(headers,))
+    source = ExportSource(only_headers, planned.selection, planned.facts, version="0.1.0")
+    d.path("/root/deploy.sh").write_text(render_bash(source))
+    with timed("D: deploy.sh's apt-get install of the headers, dpkg SIGKILLed mid-unpack"):
+        killed = d.run(
+            ["python3", "-c", KILL_DEPLOY_MID_UNPACK, "/root/deploy.sh", "--force"],
+            timeout_s=900,
+        )
+    assert killed.returncode == 0, killed.stdout[-3000:] + killed.stderr[-3000:]
+    assert audit(d), "dpkg was not left interrupted"
+    with timed("D: deploy.sh run again: repair, then the step"):
+        again = deploy(d)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert (
+        "dpkg was left interrupted by an earlier run; running dpkg --configure -a first"
+        in again.stdout
+    )
+    assert audit(d) == ""
+    kernel = str(d.state()["kernel"])
+    status = d.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}", f"linux-headers-{kernel}"])
+    assert status.stdout.strip() == "ii", status.stdout + status.stderr
+    with timed("D: deploy.sh once more"):
+        third = deploy(d)
+    assert third.returncode == 0 and "dpkg was left interrupted" not in third.stdout

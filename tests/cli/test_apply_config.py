@@ -34,24 +34,54 @@ def test_another_architecture_is_refused_with_every_reason(tmp_path: Path, answe
     assert done.returncode == 3
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith(
-        "gpuwizard: the answers do not fit this server: they were made for Hopper GPUs (sm 9.0); "
-        "this server has Ampere (sm 8.0); they were made on ubuntu 22.04; this server runs the older 20.04; "
+        "gpuwizard: the answers do not fit this server: GPUs: made for 8x 10de:2330, this host has "
+        "4x 10de:20b0; OS: made for ubuntu 22.04, this host has ubuntu 20.04; "
         "nothing to install: nothing fits torch 2.14.1 with cu130"
     )
 
 
-def test_an_older_os_is_refused_unless_the_changes_are_accepted(tmp_path: Path) -> None:
-    answers = tmp_path / "made-on-24.04.yaml"  # as if made on an H100 server with Ubuntu 24.04
+def test_another_host_is_refused_by_name_unless_forced_as_deploy_sh_is(tmp_path: Path) -> None:
+    answers = tmp_path / "made-elsewhere.yaml"  # an H100 server on Ubuntu 24.04, driver 570 loaded
     made = render_answers(source_for("h100x8-ubuntu2204-fresh"))
-    answers.write_text(made.replace('os_version: "22.04"', 'os_version: "24.04"'))
+    answers.write_text(
+        made.replace('os_version: "22.04"', 'os_version: "24.04"').replace(
+            'driver: "none"', 'driver: "570"'
+        )
+    )
     args = ("--simulate", "h100x8-ubuntu2204-fresh", "apply", "--config", str(answers), "--dry-run")
     refused = gpuwizard(tmp_path, *args)
-    assert refused.returncode == 3
-    assert "they were made on ubuntu 24.04; this server runs the older 22.04" in refused.stderr
-    assert "pass --accept-changes to plan it anyway" in refused.stderr
     accepted = gpuwizard(tmp_path, *args, "--accept-changes")
-    assert accepted.returncode == 0, accepted.stderr
-    assert "(dry run: nothing was changed)" in accepted.stdout
+    forced = gpuwizard(tmp_path, *args, "--force")
+    by_env = gpuwizard(tmp_path, *args, env={"GPUWIZARD_FORCE": "1"})
+
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1
+    assert refused.stderr == (
+        "gpuwizard: this server is not the kind the answers were made for: OS: made for ubuntu "
+        "24.04, this host has ubuntu 22.04; loaded NVIDIA driver branch: made for 570, this host "
+        "has none. Nothing was changed; pass --force (GPUWIZARD_FORCE=1) to replay them here anyway\n"
+    )
+    assert accepted.returncode == 3, "--accept-changes is for a different plan, not another host"
+    assert forced.returncode == 0, forced.stderr
+    assert "(dry run: nothing was changed)" in forced.stdout
+    assert by_env.returncode == 0, by_env.stderr
+
+
+def test_a_different_plan_still_needs_accept_changes(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    made = render_answers(source_for("h100x8-ubuntu2204-fresh"))
+    answers.write_text(made.replace("plan:\n", 'plan:\n- "a step this host does not plan"\n', 1))
+    args = ("--simulate", "h100x8-ubuntu2204-fresh", "apply", "--config", str(answers), "--dry-run")
+    refused = gpuwizard(tmp_path, *args, "--force")
+    assert refused.returncode == 3
+    assert "here they resolve to a different plan" in refused.stderr
+    assert "pass --accept-changes to plan it anyway" in refused.stderr
+    assert gpuwizard(tmp_path, *args, "--accept-changes").returncode == 0
+
+
+def test_force_goes_with_config(tmp_path: Path) -> None:
+    done = gpuwizard(tmp_path, "--simulate", "h100x8-ubuntu2204-fresh", "apply", "--force", "--dry-run")  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == "gpuwizard: --force goes with --config answers.yaml\n"
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwizard.export import answers as answers_module
-from gpuwizard.export.answers import AnswersError, load_answers, misfits, render_answers
+from gpuwizard.export.answers import Answers, AnswersError, load_answers, misfits, render_answers
 from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 from gpuwizard.setup.request import from_answers
@@ -134,13 +134,43 @@ def test_the_same_kind_of_server_fits() -> None:
     assert misfits(answers, facts_of("h100x8-ubuntu2204-fresh")) == []
 
 
-def test_another_architecture_or_an_older_os_does_not() -> None:
+def test_another_server_is_named_fact_by_fact_by_the_one_host_rule() -> None:
     answers = load_answers(render_answers(source_for("h100x8-ubuntu2204-fresh")))
-    (gpu, os_) = misfits(answers, facts_of("a100x4-ubuntu2004-fresh"))
-    assert gpu == "they were made for Hopper GPUs (sm 9.0); this server has Ampere (sm 8.0)"
-    assert os_ == "they were made on ubuntu 22.04; this server runs the older 20.04"
-    (other_os,) = misfits(load_answers(render_answers(source_for("t4-debian12-fresh"))), facts_of("l40sx4-rocky9-fresh"))[1:]  # fmt: skip
-    assert other_os == "they were made on debian 12; this server runs rocky 9.6"
+    assert misfits(answers, facts_of("a100x4-ubuntu2004-fresh")) == [
+        "GPUs: made for 8x 10de:2330, this host has 4x 10de:20b0",
+        "OS: made for ubuntu 22.04, this host has ubuntu 20.04",
+    ]
+    debian = load_answers(render_answers(source_for("t4-debian12-fresh")))
+    assert "OS: made for debian 12, this host has rocky 9.6" in misfits(
+        debian, facts_of("l40sx4-rocky9-fresh")
+    )
+
+
+def made_on_changed(profile: str, **fields: str) -> Answers:
+    text = render_answers(source_for(profile))
+    for name, value in fields.items():
+        text = re.sub(rf'^  {name}: ".*"$', f'  {name}: "{value}"', text, count=1, flags=re.M)
+    return load_answers(text)
+
+
+@pytest.mark.parametrize(
+    ("profile", "fields", "expected"),
+    [
+        pytest.param("h100x8-ubuntu2204-fresh", {"gpus": "4x 10de:2330"}, [], id="replay: another number of the same GPUs"),
+        pytest.param("l40sx4-rocky9-fresh", {"os_version": "9.4"}, [], id="replay: a newer point release"),
+        pytest.param("l40sx4-rocky9-fresh", {"os_version": "9.7"}, ["OS: made for rocky 9.7, this host has rocky 9.6"], id="an older point release"),
+        pytest.param("l40sx4-rocky9-fresh", {"os_version": "8.10"}, ["OS: made for rocky 8.10, this host has rocky 9.6"], id="another major release"),
+        pytest.param("h100x8-ubuntu2204-fresh", {"os_version": "20.04"}, ["OS: made for ubuntu 20.04, this host has ubuntu 22.04"], id="ubuntu: another release, newer or not"),
+        pytest.param("h100x8-ubuntu2204-fresh", {"driver": "570"}, ["loaded NVIDIA driver branch: made for 570, this host has none"], id="another loaded driver: named, not a different plan"),
+        pytest.param("h100x8-ubuntu2204-fresh", {"cpu": "aarch64"}, ["CPU architecture: made for aarch64, this host has x86_64"], id="another CPU"),
+        pytest.param("h100x8-ubuntu2204-fresh", {"gpus": "", "driver": ""}, [], id="a file from before: GPU architecture only"),
+        pytest.param("h100x8-ubuntu2204-fresh", {"gpus": "", "architecture": "Ampere"}, ["they were made for Ampere GPUs (sm 9.0); this server has Hopper (sm 9.0)"], id="a file from before, another architecture"),
+    ],
+)  # fmt: skip
+def test_what_a_replay_allows_that_a_script_does_not(
+    profile: str, fields: dict[str, str], expected: list[str]
+) -> None:
+    assert misfits(made_on_changed(profile, **fields), facts_of(profile)) == expected
 
 
 @settings(max_examples=60, deadline=None)

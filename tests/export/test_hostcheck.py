@@ -5,6 +5,7 @@ agree on every recorded host."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -13,7 +14,15 @@ import yaml
 
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.bash import render_bash
-from gpuwizard.export.hostcheck import IDENTITY_SH, HostIdentity, host_differences, identity
+from gpuwizard.export.bash_runtime import runtime
+from gpuwizard.export.hostcheck import (
+    FIELDS,
+    IDENTITY_SH,
+    HostIdentity,
+    host_differences,
+    identity,
+    same_for,
+)
 from gpuwizard.sim.pathshims import make_pathshims, run_script
 from gpuwizard.sim.sandbox import create, place_for
 from tests.conftest import facts_of
@@ -117,3 +126,35 @@ def test_the_playbook_checks_the_host_before_anything_else() -> None:
         ("GPUs", "8x 10de:2330"), ("OS", "ubuntu 22.04"), ("CPU architecture", "x86_64"),
         ("loaded NVIDIA driver branch", "none"),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "made", "here", "script", "replay"),
+    [
+        ("gpus", "8x 10de:2330", "8x 10de:2330", True, True),
+        ("gpus", "8x 10de:2330", "4x 10de:2330", False, True),
+        ("gpus", "8x 10de:2330", "8x 10de:2331", False, False),
+        ("gpus", "none", "1x 10de:2330", False, False),
+        ("os", "rocky 9.4", "rocky 9.6", False, True),
+        ("os", "rocky 9.6", "rocky 9.4", False, False),
+        ("os", "rocky 8.10", "rocky 9.6", False, False),
+        ("os", "ubuntu 22.04", "ubuntu 24.04", False, False),
+        ("os", "debian 12", "debian 12", True, True),
+        ("arch", "x86_64", "aarch64", False, False),
+        ("driver", "570", "580", False, False),
+        ("driver", "none", "none", True, True),
+    ],
+)
+def test_one_rule_for_scripts_and_replays(
+    name: str, made: str, here: str, script: bool, replay: bool
+) -> None:
+    assert same_for("script", name, made, here) is script
+    assert same_for("replay", name, made, here) is replay
+
+
+def test_deploy_sh_names_the_facts_the_rule_compares_in_its_order() -> None:
+    """The shell check's labels are rendered from FIELDS: the rule and the script cannot drift."""
+    labels = " ".join(shlex.quote(label) for _, label in FIELDS)
+    made = " ".join(f'"$GW_MADE_{name.upper()}"' for name, _ in FIELDS)
+    assert f"local -a labels=({labels})" in runtime()
+    assert f"local -a made=({made})" in runtime()

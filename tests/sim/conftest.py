@@ -159,11 +159,11 @@ class SimHost:
         return plan
 
     # ----------------------------------------------------------------- in-process runner
-    def run(self) -> int:
+    def run(self, options: SessionOptions | None = None) -> int:
         """One runner session in this process; it stops before a reboot instead of running it."""
         tools = sim_tools(self.place)
         return run_session(
-            lambda: sandbox_host(self.sandbox), tools, self.state_dir, SessionOptions()
+            lambda: sandbox_host(self.sandbox), tools, self.state_dir, options or SessionOptions()
         )
 
     def reboot(self) -> None:
@@ -213,9 +213,11 @@ class SimHost:
         return codes
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """``gpuwizard ARGS`` as a person types it, on this simulated host."""
+        """``gpuwizard ARGS`` as a person types it, on this simulated host (no terminal on its
+        standard input, wherever the tests run)."""
         return subprocess.run(
             [*GPUWIZARD, *args, "--simulate", self.profile],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             env=self.cli_env(),

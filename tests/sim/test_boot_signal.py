@@ -3,7 +3,8 @@
 A container may have no /proc/sys/kernel/random/boot_id, or it may be unreadable (EACCES). That
 must never read as "the runner ended" or "the reboot happened": the runner falls back to the
 boot time in /proc/stat, says which signal it used (the journal's reboot record, the events,
-what the front ends show), and with neither readable it stops and asks the person to check.
+what the front ends show), and with neither readable the person's answer judges it (kept in the
+journal with when and which front end); without an answer it stops and says how to give one.
 The simulated host hides the boot_id with the ``boot_id_hidden`` scenario.
 """
 
@@ -18,8 +19,10 @@ import pytest
 from gpuwizard.core.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
 from gpuwizard.machine.detect.platform import parse_btime
 from gpuwizard.runner import events as ev
-from gpuwizard.runner.layout import EVENTS, EXIT_DONE, EXIT_REBOOT, EXIT_STOPPED
+from gpuwizard.runner.apply import PersonAnswer
+from gpuwizard.runner.layout import EVENTS, EXIT_DONE, EXIT_PAUSED, EXIT_REBOOT, EXIT_STOPPED
 from gpuwizard.runner.lock import RunRecord, process_start_ticks, runner_status, write_run_record
+from gpuwizard.runner.session import SessionOptions
 from gpuwizard.runner.view import view_of
 from gpuwizard.screens.resume import resume_text
 from tests.sim.conftest import H100
@@ -128,14 +131,31 @@ def test_boot_id_lost_after_the_request_btime_still_judges(sim):
     assert [d.signal for d in host.events_of(ev.RebootDetected)] == ["btime"]
 
 
-def test_neither_readable_cannot_judge_the_reboot_and_asks_the_person(sim):
+def hide_both(host) -> None:
+    hide_boot_id(host, btime=False)
+    host.path("/proc/stat").unlink(missing_ok=True)
+
+
+def test_neither_readable_the_reboot_is_asked_for_to_be_judged_by_the_person(sim):
+    host = sim(H100)
+    hide_both(host)
+    host.plan()
+
+    assert host.run() == EXIT_REBOOT
+
+    pending = host.journal().reboot
+    assert pending is not None
+    assert (pending.boot_id_before, pending.btime_before, pending.signal) == (None, None, "person")
+    assert host.events_of(ev.RebootRequested)[-1].signal == "person"
+
+
+def test_neither_readable_without_an_answer_the_runner_stops_and_says_how_to_give_one(sim):
     host = sim(H100)
     host.path("/proc/stat").write_text(STAT)
     host.plan()
     assert host.run() == EXIT_REBOOT
     host.reboot()
-    hide_boot_id(host, btime=False)
-    host.path("/proc/stat").unlink()
+    hide_both(host)
     calls = len(host.calls())
 
     assert host.run() == EXIT_STOPPED
@@ -144,21 +164,69 @@ def test_neither_readable_cannot_judge_the_reboot_and_asks_the_person(sim):
     stopped = host.events_of(ev.RunStopped)[-1]
     assert stopped.reason == "boot-unknown"
     assert stopped.why.startswith("cannot judge the reboot: neither the boot_id nor the boot time")
-    assert "check (uptime, who -b), then run again" in stopped.why
+    assert "check (uptime, who -b), then answer whether it restarted" in stopped.why
+    assert "--rebooted yes or no" in stopped.why
     assert host.step_states()["blacklist-nouveau"] == "awaiting_reboot", "not verified on a guess"
     assert len(host.calls()) == calls
+    assert host.journal().boot_answers == ()
 
 
-def test_neither_readable_no_reboot_is_requested(sim):
+def test_the_persons_yes_judges_the_reboot_and_the_journal_keeps_it(sim):
     host = sim(H100)
-    hide_boot_id(host, btime=False)
+    hide_both(host)
     host.plan()
+    assert host.run() == EXIT_REBOOT
+    requested_at = host.journal().reboot.requested_at
+    host.reboot()
 
-    assert host.run() == EXIT_STOPPED
+    said = SessionOptions(check_only=True, answer=PersonAnswer(True, "apply"))
+    assert host.run(said) == EXIT_PAUSED
 
-    assert host.events_of(ev.RebootRequested) == []
-    assert "neither the boot_id nor the boot time" in host.events_of(ev.RunStopped)[-1].why
-    assert host.journal().reboot is None
+    [detected] = host.events_of(ev.RebootDetected)
+    assert detected.signal == "person"
+    journal = host.journal()
+    assert journal.reboot is None
+    assert host.step_states()["blacklist-nouveau"] == "done", "verified after the answer"
+    [answer] = journal.boot_answers
+    assert (answer.step, answer.rebooted, answer.since, answer.front_end) == (
+        "reboot",
+        True,
+        requested_at,
+        "apply",
+    )
+    assert answer.answered_at >= requested_at
+    assert host.run() == EXIT_DONE, "the rest runs; nobody is asked again"
+    assert len(host.journal().boot_answers) == 1
+
+
+def test_the_persons_no_offers_the_reboot_again_and_says_who_said_so(sim):
+    host = sim(H100)
+    hide_both(host)
+    host.plan()
+    assert host.run() == EXIT_REBOOT
+
+    said = SessionOptions(answer=PersonAnswer(False, "tui"))
+    assert host.run(said) == EXIT_REBOOT
+
+    assert not host.events_of(ev.RebootDetected)
+    requested = host.events_of(ev.RebootRequested)
+    assert len(requested) == 2 and requested[-1].reason.startswith(
+        "the reboot did not happen (you said the machine has not restarted); still:"
+    )
+    assert [(a.rebooted, a.front_end) for a in host.journal().boot_answers] == [(False, "tui")]
+    assert host.journal().reboot.attempt == 1, "a reboot that never happened is no cycle"
+
+
+def test_a_boot_signal_outweighs_the_persons_answer(sim):
+    host = sim(H100)
+    host.path("/proc/stat").write_text(STAT)
+    host.plan()
+    assert host.run() == EXIT_REBOOT  # not rebooted: the boot_id is unchanged
+
+    assert host.run(SessionOptions(answer=PersonAnswer(True, "apply"))) == EXIT_REBOOT
+
+    assert not host.events_of(ev.RebootDetected)
+    assert host.journal().boot_answers == ()
 
 
 def test_apply_through_a_hidden_boot_id_reboots_once_and_says_what_judged_it(sim):
@@ -175,3 +243,32 @@ def test_apply_through_a_hidden_boot_id_reboots_once_and_says_what_judged_it(sim
     assert "the machine rebooted (judged by the boot time in /proc/stat" in second.stdout
     assert host.commands()[("reboot",)] == 1
     assert time.monotonic() - started < 120
+
+
+def test_apply_without_a_signal_asks_by_flag_and_keeps_the_answer(sim):
+    host = sim(H100)
+    hide_both(host)
+    host.plan()
+    assert host.run() == EXIT_REBOOT  # asked for; this machine has not restarted
+
+    unanswered = host.cli("apply", "--yes")
+    denied = host.cli(
+        "apply", "--yes", "--rebooted", "no"
+    )  # true: offered again, and --yes reboots
+    relaunched = host.cli("apply", "--yes")
+    said = host.cli("apply", "--yes", "--rebooted", "yes")
+    again = host.cli("apply", "--yes", "--rebooted", "yes")
+
+    assert unanswered.returncode == 2, unanswered.stdout + unanswered.stderr
+    [line] = unanswered.stderr.splitlines()
+    assert line.startswith("gpuwizard: cannot tell whether this machine restarted since 20")
+    assert line.endswith("run the same command with --rebooted yes or --rebooted no")
+    assert denied.returncode == EXIT_REBOOT, denied.stdout + denied.stderr
+    assert "you said the machine has not restarted: the reboot is asked for again" in denied.stdout
+    assert relaunched.returncode == 2, "after the reboot it asked for, the question is asked again"
+    assert said.returncode == EXIT_DONE, said.stdout + said.stderr
+    assert "the machine rebooted (as you said: neither the boot_id nor the boot time" in said.stdout
+    answers = host.journal().boot_answers
+    assert [(a.rebooted, a.front_end) for a in answers] == [(False, "apply"), (True, "apply")]
+    assert again.returncode == 2 and "no reboot waits here: drop it" in again.stderr
+    assert host.commands()[("reboot",)] == 1

@@ -116,17 +116,20 @@ def test_t03_an_unreadable_boot_id_after_the_reboot_is_unknown_never_a_reboot(si
     assert host.run() == EXIT_DONE
 
 
-def test_t03_no_reboot_is_requested_while_the_boot_id_is_unreadable(sim):
+def test_t03_an_unreadable_boot_id_is_unknown_never_a_reboot_and_the_person_is_asked(sim):
     host = sim(H100)
     host.plan()
     host.path("/proc/sys/kernel/random/boot_id").write_text("")
+    host.path("/proc/stat").unlink(missing_ok=True)  # and no btime to stand in for it
 
+    assert host.run() == EXIT_REBOOT  # asked for, to be judged by the person (issue 14)
+    assert host.journal().reboot.signal == "person"
     assert host.run() == EXIT_STOPPED
 
-    assert host.events_of(ev.RebootRequested) == []
+    assert not host.events_of(ev.RebootDetected), "unknown is never counted as rebooted"
     assert host.events_of(ev.RunStopped)[-1].reason == "boot-unknown"
-    assert host.journal().reboot is None
-    assert host.step_states()["reboot"] == "pending"
+    assert "--rebooted yes or no" in host.events_of(ev.RunStopped)[-1].why
+    assert host.step_states()["reboot"] == "awaiting_reboot"
 
 
 def test_t04_after_two_reboots_that_do_not_help_the_run_stops_with_a_diagnosis(sim):

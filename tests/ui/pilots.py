@@ -113,13 +113,17 @@ class FakeRun:
         self.started: list[tuple[bool, bool]] = []
         self.skipped: list[str] = []
         self.secrets: list[str] = []
+        self.rebooted: bool | None = None
         self.file_systems: tuple[FreeSpace, ...] = (
             FreeSpace("/", 120 * 1024**3),
             FreeSpace("/var", 52 * 1024**2),
         )
 
-    def start(self, one_step: bool, check_only: bool = False) -> bool:
+    def start(
+        self, one_step: bool, check_only: bool = False, *, rebooted: bool | None = None
+    ) -> bool:
         self.started.append((one_step, check_only))
+        self.rebooted = rebooted
         return True
 
     def running(self) -> bool:

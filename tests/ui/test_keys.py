@@ -12,6 +12,7 @@ from textual.widgets._footer import FooterKey
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.reboot import RestartQuestionView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.waiting import LookingView, RefusedView
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
@@ -28,6 +29,7 @@ VIEWS |= {
     "looking": LookingView,
     "refused": lambda: RefusedView("this GPU needs a newer kernel", can_go_back=True),
     "refused-no-way-back": lambda: RefusedView("no NVIDIA GPU", can_go_back=False),
+    "restart-question": lambda: RestartQuestionView("2026-12-03 10:00 UTC"),
     "benchmark": lambda: BenchmarkView(whole_run(Path("/nonexistent")), "ResNet-50"),
     "install-running": lambda: InstallView(
         plan(), FakeRun([STARTED, FAILED_RUN[1]], running=True), attach=True, now=lambda: NOW

@@ -70,7 +70,7 @@ def disk(data: JournalData | None = None, **changes: object) -> DiskState:
         pytest.param(disk(journal(), outcome="changed"), flow.Choosing, id="the host changed: choose again"),
         pytest.param(disk(waiting_for_reboot()), flow.AwaitingReboot, id="reboot asked, same boot: offer it"),
         pytest.param(disk(waiting_for_reboot(), boot_id=BOOT_B), flow.Resuming, id="rebooted: check and go on"),
-        pytest.param(disk(waiting_for_reboot(), boot_id=None), flow.Resuming, id="boot id unreadable: the check decides"),
+        pytest.param(disk(waiting_for_reboot(), boot_id=None), flow.AskingReboot, id="no boot signal: the person is asked"),
         pytest.param(disk(problem="journal.json is damaged"), flow.Refused, id="a damaged journal: refused"),
         pytest.param(disk(journal(), driven_by=Holder(7, "pts/1", "10:00", "gpuwizard")), flow.Watching, id="another front end drives: watch"),
         pytest.param(disk(driven_by=Holder(7, "pts/1", "10:00", "gpuwizard")), flow.Refused, id="another front end is choosing: refused"),
@@ -109,6 +109,9 @@ CONTEXT = flow.Context(FACTS, REQUEST, None)
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=False, failed="exit 1"), flow.Refused, ()),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootLater(), flow.Installing, ()),
         (flow.Resuming(PLAN, SELECTION), flow.Continue(), flow.Looking, (flow.Detect,)),
+        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(True), flow.Resuming, ()),
+        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(False), flow.Resuming, ()),
+        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.Continue(), flow.AskingReboot, ()),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Again(), flow.Benchmarking, ()),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Benchmarked("fast"), flow.Exporting, ()),
         (flow.Exporting(FACTS, PLAN, SELECTION), flow.Exported(("/x/deploy.sh",)), flow.Done, ()),
@@ -166,6 +169,8 @@ ANSWERS = st.one_of(
             flow.Decided(REQUEST),
             flow.Planned(REQUEST, SELECTION, PLAN),
             flow.PlanRefused("x", 3),
+            flow.RebootAnswered(True),
+            flow.RebootAnswered(False),
         ]
     ),
     st.builds(flow.RunEnded, DISKS),
@@ -193,4 +198,65 @@ def test_no_answer_sequence_reaches_the_reboot_screen_unless_the_journal_asks(
             last_disk = answer.disk
         if isinstance(stage, flow.AwaitingReboot) and not isinstance(before, flow.AwaitingReboot):
             assert isinstance(answer, flow.RunEnded | flow.Looked | flow.PrepareRaced), answer
-            assert pending_with_same_boot(last_disk), (before, answer)
+            if isinstance(answer, flow.RunEnded):  # this front end saw the run ask, in this boot
+                assert last_disk.reboot_pending and last_disk.rebooted is not True
+            else:
+                assert pending_with_same_boot(last_disk), (before, answer)
+        if isinstance(stage, flow.AskingReboot) and not isinstance(before, flow.AskingReboot):
+            assert isinstance(answer, flow.Looked | flow.PrepareRaced), answer
+            assert last_disk.reboot_pending and last_disk.rebooted is None, (before, answer)
+
+
+# ------------------------------------------------- no boot signal: the person says (issue 14)
+def unjudged(**changes: object) -> DiskState:
+    """A reboot asked for at 10:00, and neither a boot_id nor a btime readable, then or now."""
+    data = waiting_for_reboot()
+    assert data.reboot is not None
+    data = dataclasses.replace(data, reboot=dataclasses.replace(data.reboot, boot_id_before=None))
+    return disk(data, boot_id=None, **changes)
+
+
+def test_with_no_boot_signal_the_person_is_asked_since_when() -> None:
+    asked = flow.start(unjudged(), FACTS, REQUEST)
+    assert asked == flow.AskingReboot(PLAN, SELECTION, "reboot", "2026-12-03 10:00 UTC", REQUEST)  # type: ignore[arg-type]
+    assert flow.label(asked) == "Restarted?"
+
+
+@pytest.mark.parametrize("said", [True, False])
+def test_the_answer_goes_to_the_check_once_and_is_not_asked_again(said: bool) -> None:
+    asked = flow.start(unjudged(), FACTS, REQUEST)
+    resuming, effects = flow.next_stage(asked, flow.RebootAnswered(said))
+    assert resuming == flow.Resuming(PLAN, SELECTION, REQUEST, said) and effects == ()  # type: ignore[arg-type]
+
+    given = SetupRequest(rebooted=said)  # apply --rebooted: straight to the check
+    up_front = flow.start(unjudged(), FACTS, given)
+    assert up_front == flow.Resuming(PLAN, SELECTION, given, said)  # type: ignore[arg-type]
+    looking, _ = flow.next_stage(up_front, flow.Continue())
+    assert isinstance(looking, flow.Looking) and looking.request.rebooted is None, "used once"
+
+
+def test_a_run_that_asks_for_a_reboot_no_signal_can_judge_offers_it_in_this_boot() -> None:
+    asked, _ = flow.next_stage(flow.Installing(PLAN, SELECTION), flow.RunEnded(unjudged()))  # type: ignore[arg-type]
+    assert isinstance(asked, flow.AwaitingReboot), "this front end is still here: no reboot yet"
+
+
+@pytest.mark.parametrize(
+    ("state", "said", "refusal"),
+    [
+        pytest.param(disk(journal()), True, "no reboot waits here: drop it", id="no reboot pending"),
+        pytest.param(disk(journal(finished=True)), False, "no reboot waits here", id="finished"),
+        pytest.param(disk(waiting_for_reboot()), False, "--rebooted is not needed: the boot_id shows the machine has not restarted since 2026-12-03 10:00 UTC; drop it", id="agrees"),
+        pytest.param(disk(waiting_for_reboot()), True, "--rebooted yes disagrees with the boot_id, which shows the machine has not restarted since 2026-12-03 10:00 UTC; gpuwizard goes by the boot_id: drop --rebooted", id="disagrees: not restarted"),
+        pytest.param(disk(waiting_for_reboot(), boot_id=BOOT_B), False, "--rebooted no disagrees with the boot_id, which shows the machine has restarted", id="disagrees: restarted"),
+        pytest.param(unjudged(btime=1_780_000_000), True, None, id="btime now, none before: still unjudged"),
+    ],
+)  # fmt: skip
+def test_an_answer_a_boot_signal_can_give_is_refused_by_name(
+    state: DiskState, said: bool, refusal: str | None
+) -> None:
+    stage = flow.start(state, FACTS, SetupRequest(rebooted=said))
+    if refusal is None:
+        assert isinstance(stage, flow.Resuming) and stage.rebooted is said
+        return
+    assert isinstance(stage, flow.Refused) and stage.code == flow.EXIT_BAD_INPUT
+    assert refusal in stage.why and "\n" not in stage.why

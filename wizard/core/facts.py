@@ -195,8 +195,9 @@ class Hardware:
     nics: tuple[Nic, ...] = ()
 
 
-BootSignal = Literal["boot_id", "btime"]
-"""What told one boot from another: the kernel's boot_id, else /proc/stat's btime."""
+BootSignal = Literal["boot_id", "btime", "person"]
+"""What told one boot from another: the kernel's boot_id, else /proc/stat's btime, else (neither
+readable) the person's answer to "did this machine restart?" (issue 14)."""
 BTIME_SLACK_S = 5
 """btime is the wall clock minus the uptime, in whole seconds: it moves a little when the clock
 is stepped (NTP at start-up). A boot that began within this of the other one is the same boot."""

@@ -4,8 +4,9 @@ It records choices, not commands: the pins (torch release, CUDA build, keep the 
 driver branch, kernel modules and Python only when they were pinned), the
 options (environment, optional parts, nvcc: said once, there), the machine it was made on, and
 what the plan resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
-refuses, with the reason, a server the choices do not fit (another GPU architecture, another or
-older OS) or a plan that resolves differently, unless the person accepts the changes.
+refuses, naming each difference, a server unlike the one they were made on (the exports' one host
+rule, hostcheck.py, as a replay applies it; ``--force`` waives it) or a plan that resolves
+differently (``--accept-changes``).
 
 Loading is strict: a file that is not a mapping, has YAML anchors or aliases (no alias bombs),
 is larger than 1 MiB, has an unknown or missing field, a version written as a number
@@ -28,7 +29,6 @@ from gpuwizard import __version__
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.safetext import is_unsafe, one_line
-from gpuwizard.core.version import Version
 from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
 from gpuwizard.recommend.pins import PIN_NAMES, check_choices
@@ -99,6 +99,11 @@ class MadeOn:
     os_version: str
     cpu: str = ""
     """``uname -m`` (x86_64, aarch64); empty in files from before it was recorded."""
+    gpus: str = ""
+    """The GPUs as PCI ids and count, as deploy.sh records them ("8x 10de:2330"); empty in files
+    from before, whose GPU architecture is compared instead."""
+    driver: str = ""
+    """The loaded NVIDIA driver branch ("570", "none"); empty in files from before."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,7 @@ class Answers:
 
 
 def made_on(facts: HostFacts) -> MadeOn:
+    here = identity(facts)
     gpus = facts.hardware.gpus
     model = gpus[0].model if gpus else None
     return MadeOn(
@@ -122,7 +128,9 @@ def made_on(facts: HostFacts) -> MadeOn:
         # os-release is the machine's text: only its clean form goes into the file.
         os=one_line(facts.os.id) if facts.os else "unknown",
         os_version=one_line(facts.os.version_id) if facts.os else "unknown",
-        cpu=one_line(identity(facts).arch),
+        cpu=one_line(here.arch),
+        gpus="" if facts.platform.wsl else one_line(here.gpus),
+        driver=one_line(here.driver),
     )
 
 
@@ -276,31 +284,21 @@ def _check_values(answers: Answers) -> None:
 
 
 def misfits(answers: Answers, facts: HostFacts) -> list[str]:
-    """Why these answers, made elsewhere, may not fit this server (empty when they do)."""
-    here = made_on(facts)
+    """Why this server is not one the answers were made for (empty when it is): the exports' one
+    host rule (hostcheck.py) as a replay applies it, for every fact the file records. A file from
+    before GPU ids were recorded is held to its GPU architecture instead."""
     there = answers.made_on
+    made = HostIdentity(there.gpus, f"{there.os} {there.os_version}", there.cpu, there.driver)
+    reasons = host_differences(made, identity(facts), gpus=not facts.platform.wsl, use="replay")
+    return _before_gpu_ids(there, made_on(facts)) + reasons if not there.gpus else reasons
+
+
+def _before_gpu_ids(there: MadeOn, here: MadeOn) -> list[str]:
+    """Answers files from before the GPUs were recorded: the same GPU architecture."""
     reasons = []
     if here.architecture != there.architecture:
         reasons.append(
             f"they were made for {there.architecture} GPUs (sm {there.compute_capability}); "
             f"this server has {here.architecture} (sm {here.compute_capability})"
         )
-    if here.os != there.os:
-        reasons.append(
-            f"they were made on {there.os} {there.os_version}; this server runs {here.os} {here.os_version}"
-        )
-    elif _older(here.os_version, there.os_version):
-        reasons.append(
-            f"they were made on {there.os} {there.os_version}; this server runs the older {here.os_version}"
-        )
-    # The exports' host check, for what answers record of it (GPUs and OS follow the rules above,
-    # which fit "the same kind of server"; a loaded driver shows as a different plan).
-    reasons += host_differences(HostIdentity("", "", there.cpu, ""), identity(facts))
     return reasons
-
-
-def _older(here: str, there: str) -> bool:
-    try:
-        return Version.parse(here) < Version.parse(there)
-    except ValueError:
-        return False

@@ -18,11 +18,12 @@ way to run commands or skip the root check.
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 from pathlib import Path
 
 from gpuwizard.core.paths import DOWNLOADS_DIR
-from gpuwizard.export.hostcheck import IDENTITY_SH
+from gpuwizard.export.hostcheck import FIELDS, IDENTITY_SH
 
 UNIT = "gpuwizard-deploy.service"
 INSTALLED_SCRIPT = "/var/lib/gpuwizard/deploy.sh"
@@ -111,8 +112,8 @@ gw_host_identity() {
 # naming each difference; --force (GPUWIZARD_FORCE=1) runs it anyway. Only a first run checks:
 # a later one meets what the earlier runs changed (the driver this script installed).
 gw_check_host() {
-  local -a made=("$GW_MADE_GPUS" "$GW_MADE_OS" "$GW_MADE_ARCH" "$GW_MADE_DRIVER")
-  local -a labels=(GPUs OS 'CPU architecture' 'loaded NVIDIA driver branch') here=() differ=()
+  local -a made=(@HOST_MADE@)
+  local -a labels=(@HOST_LABELS@) here=() differ=()
   local i joined
   mapfile -t here < <(gw_host_identity)
   for i in "${!made[@]}"; do
@@ -521,6 +522,8 @@ def runtime(*, test_build: bool = False) -> str:
         .replace("@NOT_ROOT_IN_TESTS@", " && -z ${GPUWIZARD_SHIM:-}" if test_build else "")
         .replace("@SHIM@", '${GPUWIZARD_SHIM:+"$GPUWIZARD_SHIM"} ' if test_build else "")
         .replace("@IDENTITY@", textwrap.indent(IDENTITY_SH.rstrip("\n"), "    "))
+        .replace("@HOST_MADE@", " ".join(f'"$GW_MADE_{name.upper()}"' for name, _ in FIELDS))
+        .replace("@HOST_LABELS@", " ".join(shlex.quote(label) for _, label in FIELDS))
     )
     shown = r'${\1#"${GPUWIZARD_ROOT:-}"}' if test_build else r"$\1"
     return _SHOWN.sub(shown, text)

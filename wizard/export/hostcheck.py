@@ -1,5 +1,7 @@
 """Is this the kind of host a plan was made for? The facts an export records, and the one rule
-that compares them (deploy.sh, the Ansible playbook and answers replay all follow it).
+that compares them (deploy.sh, the Ansible playbook and answers replay all follow it; a replay
+resolves its plan again, so it also takes another number of the same GPUs and a newer point
+release of the same OS, docs/decisions.md).
 
 A plan is made from one machine's facts: its NVIDIA GPUs (PCI device ids and count), its OS
 (os-release ID and VERSION_ID), its CPU architecture (``uname -m``) and the driver branch
@@ -13,6 +15,7 @@ Pure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gpuwizard.core.facts import HostFacts
 
@@ -65,19 +68,63 @@ FIELDS = (
 """The facts compared, in the order differences are named, with their names for people."""
 
 
-def host_differences(made: HostIdentity, here: HostIdentity, *, gpus: bool = True) -> list[str]:
+Use = Literal["script", "replay"]
+"""Who asks: a script (deploy.sh, the playbook) runs the commands resolved for the recorded host;
+a replay (``apply --config``) resolves its plan again on this host."""
+
+POINT_RELEASES = frozenset({"rhel", "rocky", "almalinux", "ol", "centos"})
+"""os-release IDs whose VERSION_ID names a point release ("9.4"): a newer one of the same major
+release takes the same packages from the same repositories. Debian ("12") and Ubuntu ("22.04",
+whose "22.10" is another release) keep one VERSION_ID for all their point releases."""
+
+
+def host_differences(
+    made: HostIdentity, here: HostIdentity, *, gpus: bool = True, use: Use = "script"
+) -> list[str]:
     """Each fact where this host differs from the one the plan was made for ("OS: made for
     ubuntu 22.04, this host has debian 12"); empty when it is the same kind of host. A fact not
     recorded ("") is not compared; ``gpus=False`` leaves the GPUs out (WSL: the Windows driver
-    shows them, not the PCI bus). deploy.sh's gw_check_host follows the same rule."""
+    shows them, not the PCI bus). A script compares every fact exactly (deploy.sh's
+    gw_check_host and the playbook's asserts are rendered from FIELDS); a replay re-resolves, so
+    it also takes another number of the same GPUs and a newer point release (``same_for``)."""
     found = []
     for name, label in FIELDS:
         if name == "gpus" and not gpus:
             continue
         before, now = getattr(made, name), getattr(here, name)
-        if before and before != now:
+        if before and not same_for(use, name, before, now):
             found.append(f"{label}: made for {before}, this host has {now}")
     return found
+
+
+def same_for(use: Use, name: str, made: str, here: str) -> bool:
+    """Whether one recorded fact holds here, for a script (exactly) or a replay."""
+    if use == "script" or made == here:
+        return made == here
+    if name == "gpus":  # the plan is made again for the GPUs found: the models must match
+        return _models(made) == _models(here)
+    if name == "os":
+        return _newer_point_release(made, here)
+    return False
+
+
+def _models(gpus: str) -> str:
+    """ "8x 10de:2330" -> "10de:2330"; "none" stays."""
+    return gpus.partition("x ")[2] or gpus
+
+
+def _newer_point_release(made: str, here: str) -> bool:
+    """ "rocky 9.4" -> "rocky 9.6": the same major release, a newer point release."""
+    made_id, _, made_version = made.partition(" ")
+    here_id, _, here_version = here.partition(" ")
+    if made_id != here_id or made_id not in POINT_RELEASES:
+        return False
+    try:
+        before = tuple(int(part) for part in made_version.split("."))
+        now = tuple(int(part) for part in here_version.split("."))
+    except ValueError:
+        return False
+    return now[:1] == before[:1] and now >= before
 
 
 IDENTITY_SH = r"""gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''

@@ -257,6 +257,8 @@ def this_machines_name() -> str:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    import os
+
     from gpuwizard.frontends.headless import ApplyError, ApplyRequest, apply
     from gpuwizard.setup.request import from_answers
 
@@ -267,11 +269,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
             raise UsageError("--config gives every choice; drop the other choice and option flags")
         answers = read_answers(args.config)
         setup = from_answers(answers)
-    elif args.accept_changes:
-        raise UsageError("--accept-changes goes with --config answers.yaml")
+    elif args.accept_changes or args.force:
+        flag = "--accept-changes" if args.accept_changes else "--force"
+        raise UsageError(f"{flag} goes with --config answers.yaml")
+    rebooted = None if args.rebooted is None else args.rebooted == "yes"
     request = ApplyRequest(
-        setup, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        dataclasses.replace(setup, rebooted=rebooted), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
         answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
+        force=args.force or os.environ.get("GPUWIZARD_FORCE") == "1",
     )  # fmt: skip
     backend = backend_for(args)
     if not backend.simulated and not args.dry_run:

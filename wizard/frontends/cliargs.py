@@ -154,7 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--accept-changes",
         action="store_true",
-        help="with --config: plan even where the answers were made for another kind of server",
+        help="with --config: plan even where the answers resolve to a different plan here",
+    )
+    apply.add_argument(
+        "--force",
+        action="store_true",
+        help="with --config: replay on a host unlike the one the answers were made on "
+        "(also GPUWIZARD_FORCE=1, as deploy.sh)",
     )
     mok = apply.add_mutually_exclusive_group()
     mok.add_argument(
@@ -167,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--mok-password-stdin",
         action="store_true",
         help="read the one-time MOK password from standard input (a pipe)",
+    )
+    apply.add_argument(
+        "--rebooted",
+        choices=("yes", "no"),
+        help="whether the machine restarted since gpuwizard asked for a reboot, where neither "
+        "its boot_id nor /proc/stat's boot time can tell",
     )
     apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 

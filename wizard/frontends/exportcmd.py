@@ -57,7 +57,10 @@ def source_planned(
 ) -> ExportSource:
     facts = detect_host(machine.host())
     request = from_answers(answers) if answers else asked
-    replay = Replay(answers, accept) if answers else None
+    # export has no --force: its --accept-changes plans anyway (it changes nothing here).
+    replay = (
+        Replay(answers, accept, force=accept, force_flag="--accept-changes") if answers else None
+    )
     planned = plan_request(load_table(), facts, request, replay)
     if isinstance(planned, PlanRefused):
         raise ExportUsageError(planned.why, planned.code, no_gpu=planned.no_gpu)

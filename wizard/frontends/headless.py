@@ -55,7 +55,9 @@ class ApplyRequest:
     answers: Answers | None = None
     """Replaying an answers file: the request above comes from it."""
     accept_changes: bool = False
-    """Plan even where the answers were made for another kind of server or resolve differently."""
+    """Plan even where the answers resolve to a different plan here."""
+    force: bool = False
+    """Replay the answers on a host unlike the one they were made on (--force, GPUWIZARD_FORCE=1)."""
     secrets: Mapping[str, Secret] = field(default_factory=dict)
     """Secrets given up front (--mok-password-file/-stdin), by SecretRef name; asked for otherwise."""
 
@@ -160,12 +162,14 @@ class Script:
         out: TextIO,
         ask: Callable[[str], str] = getpass.getpass,
         has_tty: Callable[[], bool] = lambda: sys.stdin.isatty(),
+        ask_line: Callable[[str], str] = input,
     ) -> None:
         self.driver = driver
         self.request = request
         self.out = out
         self.ask = ask
         self.has_tty = has_tty
+        self.ask_line = ask_line
         self.printer = Printer(out, request.verbose)
         self.prepared = False
         self.reboot_said = False
@@ -187,6 +191,8 @@ class Script:
                 return self.watch(stage)
             case flow.AwaitingReboot():
                 return self.reboot(stage)
+            case flow.AskingReboot():
+                return self.ask_rebooted(stage)
             case flow.Resuming():
                 return self.resume(stage)
             case flow.Verifying():
@@ -343,6 +349,29 @@ class Script:
             "continue (this machine itself is not rebooted).\n"
         )
 
+    def ask_rebooted(self, stage: flow.AskingReboot) -> flow.Answer | int:
+        """Neither boot signal can tell: the person says, at a terminal (or with --rebooted)."""
+        question = f"Did this machine restart since {stage.since}?"
+        if self.request.dry_run:
+            self.out.write(f"{question} gpuwizard would ask this (or take --rebooted yes|no).\n")
+            return EXIT_DONE
+        if not self.has_tty():
+            raise ApplyError(
+                f"cannot tell whether this machine restarted since {stage.since} (neither its "
+                "boot_id nor /proc/stat's boot time can be read) and there is no terminal to ask "
+                "on: run the same command with --rebooted yes or --rebooted no"
+            )
+        while True:
+            try:
+                said = self.ask_line(f"==> {question} [y/n] ").strip().lower()
+            except (EOFError, OSError):
+                raise ApplyError(
+                    f"no answer to '{question}': run the same command with --rebooted yes or no"
+                ) from None
+            if said in ("y", "yes", "n", "no"):
+                return flow.RebootAnswered(said.startswith("y"))
+            self.out.write("    answer y (it restarted) or n (it did not)\n")
+
     def resume(self, stage: flow.Resuming) -> flow.Answer | int:
         if self.request.dry_run:
             self.out.write(
@@ -351,8 +380,12 @@ class Script:
             return EXIT_DONE
         events = self.driver.events()
         view = self.catch_up(events, echo=False)
-        if not self.driver.start(one_step=False, check_only=True):
+        if not self.driver.start(one_step=False, check_only=True, rebooted=stage.rebooted):
             return self.runner_did_not_start()
+        if stage.rebooted is False:
+            self.out.write(
+                "==> you said the machine has not restarted: the reboot is asked for again\n"
+            )
         view = self.follow(events, view)
         ending = view.ending
         if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED:
@@ -372,8 +405,12 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
     """Run the state machine to the end with scripted answers; the exit code."""
     # Flags given on the command line insist: a run in progress made from others is refused.
     request = replace(request, setup=replace(request.setup, insists=True))
-    replay = Replay(request.answers, request.accept_changes) if request.answers else None
-    driver = SetupDriver(backend, replay, command="gpuwizard apply", drive=not request.dry_run)
+    replay = (
+        Replay(request.answers, request.accept_changes, request.force) if request.answers else None
+    )
+    driver = SetupDriver(
+        backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply"
+    )
     try:
         return run_script(driver, Script(driver, request, out), request, out)
     finally:

@@ -22,6 +22,7 @@ from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import CompatTable
@@ -32,7 +33,7 @@ from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.reboot import RebootView
+from gpuwizard.screens.reboot import RebootView, RestartQuestionView
 from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
@@ -69,8 +70,10 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             come_back = f"{ssh_hint}   then   gpuwizard"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
             return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
+        case flow.AskingReboot():
+            return RestartQuestionView(stage.since)
         case flow.Resuming():
-            return ResumeView(stage.plan, driver)
+            return ResumeView(stage.plan, driver, stage.rebooted)
         case flow.Verifying():
             return VerifyView(stage.facts.installs.verification)
         case flow.Benchmarking():

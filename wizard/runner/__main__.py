@@ -14,7 +14,7 @@ from pathlib import Path
 from gpuwizard.core.paths import STATE_DIR
 from gpuwizard.machine.detect import local_host
 from gpuwizard.runner.executor import Tools
-from gpuwizard.runner.session import SessionOptions, run_session
+from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -34,6 +34,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--reboot-now", action="store_true", help="carry out the reboot the run waits for"
     )
+    add_answer_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         one_step=args.one_step,
         check_only=args.check_only,
         reboot_now=args.reboot_now,
+        answer=answer_from(args),
     )
     return run_session(lambda: host, Tools(), args.state, options)
 

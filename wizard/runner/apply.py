@@ -9,7 +9,8 @@ The loop, step by step (ARCHITECTURE X2, X3, X7, B1-B3):
   in ``awaiting_reboot`` and is verified after the reboot;
 - a reboot step records the boot_id, stops and asks; only a changed, well-formed boot_id proves
   the reboot happened (where it cannot be read, a later /proc/stat btime; with neither, the
-  reboot cannot be judged and the person is asked to check). Reboot cycles per step are capped.
+  person's answer to "did this machine restart?", which the front end passes on and the journal
+  keeps; without one the run stops and says how to give it). Reboot cycles per step are capped.
 Everything it touches is injected, so every path is tested without a system.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwizard.core.facts import HostFacts, judge_boot
+from gpuwizard.core.facts import BootJudgement, BootSignal, HostFacts, judge_boot
 from gpuwizard.core.plan import StepPlan
 from gpuwizard.runner.events import (
     ActionFinished,
@@ -41,6 +42,7 @@ from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.journal import (
     FINISHED_STATES,
     MAX_REBOOTS_PER_STEP,
+    BootAnswer,
     Journal,
     RebootRecord,
     StepRecord,
@@ -49,7 +51,25 @@ from gpuwizard.runner.journal import (
 from gpuwizard.steps.base import PlanError, Step
 
 REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
+REBOOT_DENIED = "the reboot did not happen (you said the machine has not restarted)"
 CANNOT_JUDGE = "cannot judge the reboot"
+HOW_TO_ANSWER = (
+    "answer whether it restarted: run gpuwizard in a terminal, or apply with --rebooted yes or no"
+)
+
+
+@dataclass(frozen=True)
+class PersonAnswer:
+    """What a person answered to "did this machine restart since the reboot was asked for?"."""
+
+    rebooted: bool
+    front_end: str
+    """Which front end asked: "tui" or "apply"."""
+
+
+def reboot_missed(signal: BootSignal | None) -> str:
+    """Why the reboot step runs again, in the words of what told it."""
+    return REBOOT_DENIED if signal == "person" else REBOOT_MISSED
 
 
 def cannot_judge(pending: RebootRecord, facts: HostFacts) -> str:
@@ -62,7 +82,7 @@ def cannot_judge(pending: RebootRecord, facts: HostFacts) -> str:
         detail = "the boot_id cannot be read and the boot time moved back (the clock was set)"
     return (
         f"{CANNOT_JUDGE}: {detail}, so it is unknown whether the reboot happened; "
-        "check (uptime, who -b), then run again"
+        f"check (uptime, who -b), then {HOW_TO_ANSWER}"
     )
 
 
@@ -88,8 +108,10 @@ class Applier:
     reboot_now: bool = False
     """Carry out the reboot the journal waits for (the person confirmed it), then stop."""
     exit: ExitKind = "stopped"
-    reboot_missed: bool = False
-    """The reboot asked for last time did not happen (same boot_id): it is offered again."""
+    answer: PersonAnswer | None = None
+    """The person's answer, used only where neither the boot_id nor btime can judge the reboot."""
+    reboot_missed: BootSignal | None = None
+    """What said the reboot asked for last time did not happen: it is offered again."""
 
     # ------------------------------------------------------------------------------ start-up
     def resume_after_reboot(self, facts: HostFacts) -> Generator[RunEvent, None, ExitKind | None]:
@@ -104,14 +126,16 @@ class Applier:
             return "stopped"
         if pending is None:
             return None
-        judged = judge_boot(pending.mark, facts.boot.mark)
+        judged = self.judge(pending, facts)
+        if judged.same is None and self.reboot_now:  # the person confirmed the reboot: carry it out
+            return (yield from self.carry_out_reboot(pending))
         if judged.same is None:
             yield RunStopped(StopReason.BOOT_UNKNOWN, cannot_judge(pending, facts), pending.step)
             return "stopped"
         if judged.same:
             if self.reboot_now:
                 return (yield from self.carry_out_reboot(pending))
-            self.offer_reboot_again(pending)
+            self.offer_reboot_again(pending, judged.signal)
             return None
         yield RebootDetected(
             pending.boot_id_before,
@@ -131,13 +155,29 @@ class Applier:
             return "failed"
         return None
 
+    def judge(self, pending: RebootRecord, facts: HostFacts) -> BootJudgement:
+        """The boot_id, else btime; only where neither can tell, the person's answer, kept in
+        the journal with when and which front end gave it."""
+        judged = judge_boot(pending.mark, facts.boot.mark)
+        if judged.same is not None or self.answer is None:
+            return judged
+        answer = BootAnswer(
+            pending.step,
+            self.answer.rebooted,
+            pending.requested_at,
+            now(),
+            self.answer.front_end,
+        )
+        self.journal.set(boot_answers=(*self.journal.data.boot_answers, answer))
+        return BootJudgement(not self.answer.rebooted, "person")
+
     def carry_out_reboot(self, pending: RebootRecord) -> Generator[RunEvent, None, ExitKind]:
         """Run the reboot step's command: the machine goes down with this process, or says why
         it did not."""
         planned = next(s for s in self.journal.data.plan.steps if s.id == pending.step)
         if pending.commanded_at is not None:  # the last reboot command changed nothing (T02)
             still = self.steps[planned.id].check(self.probe()).reason
-            why = f"{REBOOT_MISSED}; still: {still}"
+            why = f"{reboot_missed(pending.signal)}; still: {still}"
             yield RebootRequested(planned.id, pending.boot_id_before, pending.attempt, why)
         self.journal.set(reboot=dataclasses.replace(pending, commanded_at=now()))
         failpoint("reboot.before_cmd")
@@ -151,17 +191,17 @@ class Applier:
         yield RunStopped(StopReason.REBOOT, "rebooting", planned.id)
         return "reboot"
 
-    def offer_reboot_again(self, pending: RebootRecord) -> None:
-        """Same boot_id: the reboot did not happen; its step waits again and runs again (T02)."""
+    def offer_reboot_again(self, pending: RebootRecord, signal: BootSignal | None) -> None:
+        """Same boot: the reboot did not happen; its step waits again and runs again (T02)."""
         record = self.journal.data.record(pending.step)
         self.journal.record_reboot(
             pending.step,
             None,
             state="pending",
             reboots=max(0, record.reboots - 1),  # a reboot that never happened is no cycle
-            reason="the reboot did not happen (the boot_id is unchanged)",
+            reason=reboot_missed(signal),
         )
-        self.reboot_missed = True
+        self.reboot_missed = signal or "boot_id"
 
     def verify_waiting(self, facts: HostFacts) -> Generator[RunEvent, None, list[tuple[str, str]]]:
         """Verify the steps that waited for a boot; returns (step, why) of those out of retries."""
@@ -326,17 +366,11 @@ class Applier:
             yield StepFinished(planned.id, False, why)
             yield RunStopped(StopReason.FAILED, why, planned.id)
             return "failed"
-        signal = facts.boot.mark.signal
-        if signal is None:
-            why = (
-                "neither the boot_id nor the boot time can be read, so a reboot could not be "
-                "judged afterwards; check /proc/sys/kernel/random/boot_id and /proc/stat, then run again"
-            )
-            yield RunStopped(StopReason.BOOT_UNKNOWN, why, planned.id)
-            return "stopped"
+        # Neither boot_id nor btime: the person will be asked whether the machine restarted.
+        signal = facts.boot.mark.signal or "person"
         reason = self.steps[planned.id].check(facts).reason
         if self.reboot_missed:
-            reason = f"{REBOOT_MISSED}; still: {reason}"
+            reason = f"{reboot_missed(self.reboot_missed)}; still: {reason}"
         attempt = record.reboots + 1
         pending = RebootRecord(
             planned.id, facts.boot.boot_id, now(), attempt, None, facts.boot.btime, signal

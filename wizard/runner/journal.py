@@ -57,11 +57,27 @@ class RebootRecord:
     btime_before: int | None = None
     """/proc/stat's btime when the reboot was asked for: the fallback when the boot_id is unreadable."""
     signal: BootSignal | None = None
-    """What the reboot will be judged by (boot_id, else btime); None in journals from before."""
+    """What the reboot will be judged by (boot_id, else btime, else the person's answer); None in
+    journals from before."""
 
     @property
     def mark(self) -> BootMark:
         return BootMark(self.boot_id_before, self.btime_before)
+
+
+@dataclass(frozen=True)
+class BootAnswer:
+    """A person's answer to "did this machine restart?", kept as the signal that judged a reboot
+    when neither the boot_id nor /proc/stat's btime could be read (issue 14)."""
+
+    step: str
+    """The reboot step the answer was about."""
+    rebooted: bool
+    since: str
+    """When the reboot was asked for: the question was "since then?"."""
+    answered_at: str
+    front_end: str
+    """Which front end asked: "tui" or "apply" (its --rebooted flag)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,8 @@ class JournalData:
     finished: bool = False
     updated_at: str = ""
     skip_requested: tuple[str, ...] = field(default=())
+    boot_answers: tuple[BootAnswer, ...] = field(default=())
+    """Each time a person told whether the machine had restarted (no signal could tell)."""
 
     def record(self, step_id: str) -> StepRecord:
         return next(r for r in self.steps if r.id == step_id)

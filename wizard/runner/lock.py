@@ -1,17 +1,25 @@
-"""One runner per host: an flock, and run.json to tell a live runner from a dead one.
+"""One runner per host: a lock on a file, and run.json to tell a live runner from a dead one.
 
-The lock file is held with ``fcntl.flock`` for the runner's lifetime; the kernel releases it
-when the process dies, so a crash never leaves a stale lock. run.json records the pid, its start
-time (field 22 of /proc/<pid>/stat) and the boot_id, because a pid alone is reused: a runner is
-alive only if all three still match (A1), and gone without a final record means interrupted.
+The lock file is held with an open-file-description lock (``F_OFD_SETLK``, a write lock on the
+whole file) for the runner's lifetime; the kernel releases it when the process dies, so a crash
+never leaves a stale lock. Unlike ``flock``, such a lock can be *tested* without being taken
+(``F_OFD_GETLK``): a front end asking "is a runner at work?" never holds the lock even for a
+moment, so a runner starting at that instant cannot find it taken and leave "busy" (issue 14).
+Unlike classic POSIX locks, it belongs to the open file, not the process: closing another
+descriptor of the same file does not drop it, and two runners in one process exclude each other.
+run.json records the pid, its start time (field 22 of /proc/<pid>/stat) and the boot_id,
+because a pid alone is reused: a runner is alive only if all three still match (A1), and gone
+without a final record means interrupted.
 Where the boot_id cannot be read, /proc/stat's btime stands in for it (issue 14).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
@@ -63,6 +71,31 @@ def process_start_ticks(pid: int, proc: Path = Path("/proc")) -> int | None:
         return None
 
 
+FLOCK = struct.Struct("@hhqqi4x")
+"""Linux's ``struct flock`` on 64-bit machines (x86_64, aarch64): l_type, l_whence, l_start,
+l_len, l_pid, padding. l_start 0 and l_len 0 mean the whole file."""
+
+
+def _lock_request(kind: int) -> bytes:
+    return FLOCK.pack(kind, os.SEEK_SET, 0, 0, 0)
+
+
+def lock_whole_file(fd: int) -> None:
+    """Take the write lock at once, or raise BlockingIOError (held by another open file)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _lock_request(fcntl.F_WRLCK))
+    except OSError as error:
+        if error.errno in (errno.EAGAIN, errno.EACCES):
+            raise BlockingIOError(error.errno, "held") from None
+        raise
+
+
+def held_by_another(fd: int) -> bool:
+    """Whether another open file holds a lock on the whole file; takes nothing."""
+    answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _lock_request(fcntl.F_WRLCK))
+    return bool(FLOCK.unpack(answer)[0] != fcntl.F_UNLCK)
+
+
 class RunnerLock:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "lock"
@@ -73,7 +106,7 @@ class RunnerLock:
         # 0600 whatever the umask (T38): created restricted, like every file in the state dir.
         handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock_whole_file(handle.fileno())
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
@@ -89,20 +122,20 @@ class RunnerLock:
 
     def release(self) -> None:
         if self.handle is not None:
-            fcntl.flock(self.handle, fcntl.LOCK_UN)
-            self.handle.close()
+            self.handle.close()  # the lock belongs to this open file: closing it releases it
             self.handle = None
 
     def is_held_elsewhere(self) -> bool:
-        if not self.path.exists():
+        """A runner holds the lock now; asked without taking it (F_OFD_GETLK), so a runner
+        starting at this instant never meets the question."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
             return False
-        with self.path.open("a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
+        try:
+            return held_by_another(fd)
+        finally:
+            os.close(fd)
 
 
 def write_run_record(state_dir: Path, record: RunRecord) -> None:

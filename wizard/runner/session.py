@@ -7,6 +7,7 @@ registry differ. It also keeps the login banner that tells whoever logs in how t
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import shlex
@@ -22,7 +23,7 @@ from gpuwizard.core.safetext import one_line
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.machine.host import Host
 from gpuwizard.runner import events as ev
-from gpuwizard.runner.apply import Applier
+from gpuwizard.runner.apply import Applier, PersonAnswer
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
@@ -107,6 +108,8 @@ class SessionOptions:
     """Verify what waited for a reboot, run nothing."""
     reboot_now: bool = False
     """Carry out the reboot the journal waits for (the person confirmed it)."""
+    answer: PersonAnswer | None = None
+    """The person's "did this machine restart?" (--rebooted), for when nothing else can tell."""
 
 
 _DEFAULTS = SessionOptions()
@@ -123,6 +126,22 @@ def update_banner(host: Host, journal: Journal, why: str) -> None:
             write_atomic(path, banner_text(journal.data.run_id, why).encode(), 0o644)
     except OSError:
         pass  # the banner is a courtesy; a read-only /etc must not fail the run
+
+
+def add_answer_flags(parser: argparse.ArgumentParser) -> None:
+    """The runner's --rebooted and --answered-by (the real and the simulated runner alike)."""
+    parser.add_argument(
+        "--rebooted",
+        choices=("yes", "no"),
+        help="the person's answer to 'did this machine restart?' where no boot signal can tell",
+    )
+    parser.add_argument("--answered-by", choices=("tui", "apply"), default="tui")
+
+
+def answer_from(args: argparse.Namespace) -> PersonAnswer | None:
+    if args.rebooted is None:
+        return None
+    return PersonAnswer(args.rebooted == "yes", args.answered_by)
 
 
 def run_session(
@@ -181,6 +200,7 @@ def _run_locked(
         one_step=options.one_step,
         check_only=options.check_only,
         reboot_now=options.reboot_now,
+        answer=options.answer,
         restore=executor.restore,
         log_path=lambda step: str(executor.log_path(step)),
     )

@@ -158,6 +158,8 @@ def told_by(signal: BootSignal | None) -> str:  # noqa: RET503 - exhaustive: ass
             return "its boot_id changed"
         case "btime":
             return "judged by the boot time in /proc/stat: the boot_id cannot be read here"
+        case "person":
+            return "as you said: neither the boot_id nor the boot time can be read here"
         case _:
             assert_never(signal)
 

@@ -50,8 +50,13 @@ class DiskState:
         """Whether the machine rebooted since the reboot was asked for (None: cannot tell)."""
         if self.journal is None or self.journal.reboot is None:
             return None
-        same = judge_boot(self.journal.reboot.mark, BootMark(self.boot_id, self.btime)).same
+        same = judge_boot(self.journal.reboot.mark, self.boot).same
         return None if same is None else not same
+
+    @property
+    def boot(self) -> BootMark:
+        """This boot's mark, as read."""
+        return BootMark(self.boot_id, self.btime)
 
     @property
     def run_id(self) -> str | None:

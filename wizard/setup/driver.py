@@ -75,13 +75,16 @@ class SetupDriver:
         *,
         command: str = "gpuwizard",
         drive: bool = True,
+        front_end: str = "tui",
     ) -> None:
         """``command``: how the person started this front end (told to a second one);
-        ``drive``: take the lease to drive the setup (a dry run only looks)."""
+        ``drive``: take the lease to drive the setup (a dry run only looks);
+        ``front_end``: "tui" or "apply", recorded with a person's answer in the journal."""
         self.backend = backend
         self.replay = replay
         self.command = command
         self.drive = drive
+        self.front_end = front_end
         self.lease = Lease(backend.state_dir)
 
     @functools.cached_property
@@ -160,9 +163,17 @@ class SetupDriver:
         self.lease.release()
 
     # ---------------------------------------------------------------------------- the runner
-    def start(self, one_step: bool, check_only: bool = False, reboot_now: bool = False) -> bool:
+    def start(
+        self,
+        one_step: bool,
+        check_only: bool = False,
+        reboot_now: bool = False,
+        *,
+        rebooted: bool | None = None,
+    ) -> bool:
         """Launch the runner for the next step, all of them, the check after a reboot, or the
-        reboot itself; False when it did not come up (its output is in runner.log)."""
+        reboot itself; False when it did not come up (its output is in runner.log).
+        ``rebooted``: the person's answer to "did it restart?", where no boot signal tells."""
         flags = (
             ["--reboot-now"]
             if reboot_now
@@ -172,6 +183,8 @@ class SetupDriver:
             if one_step
             else []
         )
+        if rebooted is not None:
+            flags += ["--rebooted", "yes" if rebooted else "no", "--answered-by", self.front_end]
         command = [*self.backend.runner, *flags]
         with starting(self.backend.state_dir):  # one front end at a time starts a runner (T11)
             previous = read_run_record(self.backend.state_dir)

@@ -8,13 +8,17 @@ show stages and turn what happens into answers; they decide nothing about where 
 
 The reboot screen can only come from the journal: a reboot it records with a boot id that has
 not changed (``start``, and ``RunEnded`` re-reading the disk). No replayed event leads there.
+Where no boot signal can judge a recorded reboot, the person is asked whether the machine
+restarted (``AskingReboot``), or answered up front (``apply --rebooted``): the answer goes to the
+runner's check, which keeps it in the journal. An answer where a signal can judge is refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
-from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.facts import HostFacts, judge_boot
 from gpuwizard.core.plan import Plan, assert_never
 from gpuwizard.core.selection import Selection
 from gpuwizard.runner.journal import JournalData
@@ -95,12 +99,28 @@ class AwaitingReboot:
 
 
 @dataclass(frozen=True)
+class AskingReboot:
+    """A reboot was asked for and neither the boot_id nor /proc/stat's btime can tell whether it
+    happened: the person is asked "Did this machine restart since <since>?"."""
+
+    plan: Plan
+    selection: Selection
+    step: str
+    since: str
+    """When the reboot was asked for, for people (``when``)."""
+    request: SetupRequest = field(default_factory=SetupRequest)
+
+
+@dataclass(frozen=True)
 class Resuming:
     """After the reboot: the check of what waited for it runs, then its findings show."""
 
     plan: Plan
     selection: Selection
     request: SetupRequest = field(default_factory=SetupRequest)
+    rebooted: bool | None = None
+    """The person's answer to "did it restart?" (AskingReboot), passed to the check; None where
+    a boot signal judges."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +174,7 @@ Stage = (
     | Installing
     | Watching
     | AwaitingReboot
+    | AskingReboot
     | Resuming
     | Verifying
     | Benchmarking
@@ -181,6 +202,8 @@ def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: asse
             return "Watching"
         case AwaitingReboot():
             return "Reboot"
+        case AskingReboot():
+            return "Restarted?"
         case Resuming():
             return "Resume"
         case Verifying():
@@ -288,6 +311,13 @@ class RebootLater:
 
 
 @dataclass(frozen=True)
+class RebootAnswered:
+    """The person's answer to "did this machine restart since the reboot was asked for?"."""
+
+    rebooted: bool
+
+
+@dataclass(frozen=True)
 class Again:
     """Run the benchmark again."""
 
@@ -328,6 +358,7 @@ Answer = (
     | Freed
     | RebootNow
     | RebootLater
+    | RebootAnswered
     | Rebooted
     | Again
     | Benchmarked
@@ -399,16 +430,60 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
         return Showing(context)
     if disk.outcome == "changed":
         return Choosing(context, CHANGED)
-    if journal.reboot is not None and disk.rebooted is False:
-        return _reboot_asked(journal, Installing(journal.plan, journal.selection, request=request))
-    if journal.reboot is not None:  # it happened, or it cannot be told: the check decides
-        return Resuming(journal.plan, journal.selection, request)
+    if journal.reboot is not None:
+        return _reboot_recorded(journal, disk.rebooted, request)
     return Installing(journal.plan, journal.selection, request=request)
 
 
+def _reboot_recorded(journal: JournalData, rebooted: bool | None, request: SetupRequest) -> Stage:
+    """A reboot the journal waits for: not happened (offered again), happened (the check), or
+    no boot signal can tell (the person says; or said up front with --rebooted)."""
+    assert journal.reboot is not None
+    if rebooted is False:
+        return _reboot_asked(journal, Installing(journal.plan, journal.selection, request=request))
+    if rebooted is None and request.rebooted is None:
+        since = when(journal.reboot.requested_at)
+        return AskingReboot(journal.plan, journal.selection, journal.reboot.step, since, request)
+    said = request.rebooted if rebooted is None else None
+    return Resuming(journal.plan, journal.selection, request, said)
+
+
+def when(stamp: str) -> str:
+    """A journal's ISO time for people: "2026-12-03 08:00 UTC" (as written when unreadable)."""
+    try:
+        return datetime.fromisoformat(stamp).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return stamp
+
+
 def _refused(disk: DiskState, request: SetupRequest) -> str | None:
-    """Why no front end may go on from this disk at all: a damaged journal, another request."""
-    return disk.problem if disk.problem is not None else _another_request(disk, request)
+    """Why no front end may go on from this disk at all: a damaged journal, another request,
+    an answer to a question that is not asked."""
+    if disk.problem is not None:
+        return disk.problem
+    return _another_request(disk, request) or _answer_refused(disk, request.rebooted)
+
+
+def _answer_refused(disk: DiskState, rebooted: bool | None) -> str | None:
+    """Why ``--rebooted`` must not be taken: no reboot waits to be judged, or a boot signal
+    judges it (and the signal, not the person, is trusted: it says so when they disagree)."""
+    journal = disk.journal
+    if rebooted is None:
+        return None
+    if journal is None or journal.finished or journal.reboot is None:
+        return "--rebooted answers whether the machine restarted, and no reboot waits here: drop it"
+    if disk.rebooted is None:
+        return None
+    signal = judge_boot(journal.reboot.mark, disk.boot).signal
+    source = "boot_id" if signal == "boot_id" else "boot time in /proc/stat"
+    did = "restarted" if disk.rebooted else "not restarted"
+    since = when(journal.reboot.requested_at)
+    if disk.rebooted == rebooted:
+        return f"--rebooted is not needed: the {source} shows the machine has {did} since {since}; drop it"
+    return (
+        f"--rebooted {'yes' if rebooted else 'no'} disagrees with the {source}, which shows the "
+        f"machine has {did} since {since}; gpuwizard goes by the {source}: drop --rebooted"
+    )
 
 
 def _another_request(disk: DiskState, request: SetupRequest) -> str | None:
@@ -460,9 +535,13 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
             return _stay(stage)
         case AwaitingReboot():
             return _after_reboot_asked(stage, answer)
+        case AskingReboot():
+            if isinstance(answer, RebootAnswered):
+                return _stay(Resuming(stage.plan, stage.selection, stage.request, answer.rebooted))
+            return _stay(stage)
         case Resuming():
-            if isinstance(answer, Continue):
-                return Looking(stage.request), (Detect(),)
+            if isinstance(answer, Continue):  # an answer given up front is used once
+                return Looking(replace(stage.request, rebooted=None)), (Detect(),)
             return _stay(stage)
         case Verifying():
             if isinstance(answer, Continue):
@@ -544,7 +623,8 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
                 return Looking(stage.request, then_verify=True), (Detect(),)
             if disk.outcome == "changed":
                 return Looking(stage.request), (Detect(),)
-            if journal is not None and journal.reboot is not None and disk.rebooted is False:
+            # Asked for in this boot (this front end is still here), also where no signal tells.
+            if journal is not None and journal.reboot is not None and disk.rebooted is not True:
                 step = journal.record(journal.reboot.step)
                 reason = step.reason or "a step asked for it"
                 return _stay(

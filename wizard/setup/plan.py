@@ -29,7 +29,11 @@ class Replay:
 
     answers: Answers
     accept_changes: bool = False
-    """Plan even where the answers were made for another kind of server or resolve differently."""
+    """Plan even where the answers resolve to a different plan here."""
+    force: bool = False
+    """Plan even on a host unlike the one the answers were made on (deploy.sh's --force)."""
+    force_flag: str = "--force (GPUWIZARD_FORCE=1)"
+    """How the person waives the host check, named in the refusal."""
 
 
 def plan_request(
@@ -49,26 +53,37 @@ def plan_request(
         selection, plan = plan_for(facts, result, request.options, table)
     except (OptionsError, PlanError) as error:
         return PlanRefused(str(error), EXIT_BAD_INPUT)
-    if replay is not None and not replay.accept_changes:
-        problems = replay_problems(replay.answers, facts, plan)
-        if problems:
-            why = "the answers do not fit this server: " + "; ".join(problems)
-            return PlanRefused(
-                f"{why} (nothing was changed; pass --accept-changes to plan it anyway)",
-                EXIT_UNSUPPORTED,
-            )
+    if replay is not None and (refused := replay_refused(replay, facts, plan)) is not None:
+        return refused
     return Planned(request, selection, plan)
 
 
-def replay_problems(answers: Answers, facts: HostFacts, plan: Plan) -> list[str]:
-    """Why answers made elsewhere do not fit here, or resolve to another plan (empty: they fit)."""
-    problems = misfits(answers, facts)
+def replay_refused(replay: Replay, facts: HostFacts, plan: Plan) -> PlanRefused | None:
+    """A host unlike the answers' (the one host rule, each difference named), else a plan that
+    resolves differently here; each with its own override. None: the answers fit."""
+    differ = [] if replay.force else misfits(replay.answers, facts)
+    if differ:
+        return PlanRefused(
+            f"this server is not the kind the answers were made for: {'; '.join(differ)}. "
+            f"Nothing was changed; pass {replay.force_flag} to replay them here anyway",
+            EXIT_UNSUPPORTED,
+        )
+    changed = different_plan(replay.answers, plan)
+    if changed and not replay.accept_changes:
+        return PlanRefused(
+            f"the answers do not fit this server: {changed} "
+            "(nothing was changed; pass --accept-changes to plan it anyway)",
+            EXIT_UNSUPPORTED,
+        )
+    return None
+
+
+def different_plan(answers: Answers, plan: Plan) -> str | None:
+    """How the plan resolved here differs from the one the answers recorded (None: the same)."""
     changed = [f"{a} -> {b}" for a, b in zip(answers.plan, plan.summary, strict=False) if a != b]
     if len(answers.plan) != len(plan.summary) or changed:
-        problems.append(
-            "here they resolve to a different plan: " + ("; ".join(changed) or "other steps")
-        )
-    return problems
+        return "here they resolve to a different plan: " + ("; ".join(changed) or "other steps")
+    return None
 
 
 def has_work(plan: Plan) -> bool:

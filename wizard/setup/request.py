@@ -45,6 +45,9 @@ class SetupRequest:
     insists: bool = False
     """Given on the command line (``apply``): a run in progress made from another request is
     refused rather than followed. A person choosing in the TUI decides after seeing the run."""
+    rebooted: bool | None = None
+    """``apply --rebooted yes|no``: the answer to "did this machine restart?" given up front, for
+    a reboot no boot signal can judge. Used once, never saved, never compared with a run's."""
 
     @property
     def engine_choices(self) -> Choices:
@@ -98,8 +101,12 @@ class SetupRequest:
         raise ValueError(f"{name} is not a pin")
 
     def asked(self) -> dict[str, Any]:
-        """Every choice by name, without the insisting mark (what is kept beside a run)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "insists"}
+        """Every choice by name, without the insisting mark and the once-only reboot answer
+        (what is kept beside a run, and compared with it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_KEPT}
+
+
+_NOT_KEPT = frozenset({"insists", "rebooted"})
 
 
 def from_answers(answers: Answers) -> SetupRequest:

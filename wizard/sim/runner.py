@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from gpuwizard.runner.executor import Tools
-from gpuwizard.runner.session import SessionOptions, run_session
+from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.sandbox import SimPlace, place_for, sim_env
 
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-step", action="store_true")
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--reboot-now", action="store_true")
+    add_answer_flags(parser)
     args = parser.parse_args(argv)
     os.umask(0o022)  # as the real runner: the simulated machine gets the same modes
     place = place_for(args.profile, args.home)
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             one_step=args.one_step,
             check_only=args.check_only,
             reboot_now=args.reboot_now,
+            answer=answer_from(args),
         ),
     )
 
