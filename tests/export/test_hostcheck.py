@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from gpuwizard.export.ansible import render_ansible
+from gpuwizard.export.answers import made_on
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.bash_runtime import runtime
 from gpuwizard.export.hostcheck import (
@@ -21,6 +22,7 @@ from gpuwizard.export.hostcheck import (
     HostIdentity,
     host_differences,
     identity,
+    in_words,
     same_for,
 )
 from gpuwizard.sim.pathshims import make_pathshims, run_script
@@ -158,3 +160,13 @@ def test_deploy_sh_names_the_facts_the_rule_compares_in_its_order() -> None:
     made = " ".join(f'"$GW_MADE_{name.upper()}"' for name, _ in FIELDS)
     assert f"local -a labels=({labels})" in runtime()
     assert f"local -a made=({made})" in runtime()
+
+
+@pytest.mark.parametrize("profile", [*PROFILES, "wsl2-ubuntu2204-rtx4090"])
+def test_every_export_names_the_machine_as_the_host_check_does(profile: str) -> None:
+    """One projection of the facts for people: the answers' made_on, the exports' headers and
+    the host check's messages say the same GPUs."""
+    facts = facts_of(profile)
+    names = identity(facts).gpu_names
+    assert made_on(facts).gpu == names
+    assert in_words(facts).startswith(f"{names}, ")

@@ -122,7 +122,7 @@ def made_on(facts: HostFacts) -> MadeOn:
     gpus = facts.hardware.gpus
     model = gpus[0].model if gpus else None
     return MadeOn(
-        gpu=f"{len(gpus)}x {model.name}" if model else "no NVIDIA GPU",
+        gpu=one_line(here.gpu_names),
         architecture=model.arch if model else "none",
         compute_capability=(model.compute_capability or "unknown") if model else "none",
         # os-release is the machine's text: only its clean form goes into the file.

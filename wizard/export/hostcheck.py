@@ -46,16 +46,28 @@ def gpu_ids(facts: HostFacts) -> str:
     return f"{len(found)}x {'+'.join(sorted(set(found)))}" if found else NONE
 
 
-def identity(facts: HostFacts) -> HostIdentity:
+def gpu_names(facts: HostFacts) -> str:
+    """The GPUs for people: "8x H100 SXM5 80GB", "2x A100 80GB + L40S", "no NVIDIA GPU"."""
     gpus = facts.hardware.gpus
     names = sorted({g.model.name for g in gpus})
+    return f"{len(gpus)}x {' + '.join(names)}" if gpus else "no NVIDIA GPU"
+
+
+def in_words(facts: HostFacts) -> str:
+    """The machine in one line, for the exports' headers: "8x H100 SXM5 80GB, Ubuntu 22.04"."""
+    os = facts.os
+    system = (os.pretty_name or f"{os.id} {os.version_id}") if os else "unknown OS"
+    return f"{gpu_names(facts)}, {system}"
+
+
+def identity(facts: HostFacts) -> HostIdentity:
     version = facts.boot.nvidia_module_version
     return HostIdentity(
         gpus=gpu_ids(facts),
         os=f"{facts.os.id} {facts.os.version_id or 'unknown'}" if facts.os else "unknown unknown",
         arch=facts.platform.arch,
         driver=version.split(".")[0] if version else NONE,
-        gpu_names=f"{len(gpus)}x {' + '.join(names)}" if gpus else "no NVIDIA GPU",
+        gpu_names=gpu_names(facts),
     )
 
 

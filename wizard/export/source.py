@@ -10,6 +10,7 @@ from gpuwizard import __version__
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan
 from gpuwizard.core.selection import Selection
+from gpuwizard.export.hostcheck import in_words
 from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.result import Choices
 
@@ -69,11 +70,7 @@ class ExportSource:
     @property
     def machine(self) -> str:
         """The machine in one line, for headers: "8x H100 SXM5 80GB, Ubuntu 22.04"."""
-        gpus = self.facts.hardware.gpus
-        gpu = f"{len(gpus)}x {gpus[0].model.name}" if gpus else "no NVIDIA GPU"
-        os = self.facts.os
-        system = (os.pretty_name or f"{os.id} {os.version_id}") if os else "unknown OS"
-        return f"{gpu}, {system}"
+        return in_words(self.facts)
 
     @property
     def already_set_up(self) -> bool:
