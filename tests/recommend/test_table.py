@@ -8,6 +8,8 @@ from importlib import resources
 import pytest
 import yaml
 
+from gpuwizard.recommend import os_support
+from gpuwizard.recommend.os_support import load_os_support
 from gpuwizard.recommend.table import (
     CompatTableError,
     compile_table,
@@ -41,6 +43,30 @@ def test_the_compiled_copy_is_the_same_table_and_is_what_loads() -> None:
     compiled = compiled_table(shipped_compiled(), shipped_text())
     assert compiled is not None
     assert compiled == parse_table(shipped_text()) == load_table()
+
+
+def test_the_os_rows_read_alone_are_the_tables() -> None:
+    alone = load_os_support()
+    assert alone.operating_systems == load_table().operating_systems
+    assert alone.reviewed == load_table().reviewed
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_the_os_rows_come_from_the_compiled_copy_only_while_it_is_current(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, edited: bool
+) -> None:
+    compiled = json.loads(shipped_compiled())
+    compiled["table"]["operating_systems"][0]["note"] = "from the compiled copy"
+    text = shipped_text().replace("2026-12-03", "2026-12-04", 1) if edited else shipped_text()
+    (tmp_path / "compat.yaml").write_text(text)
+    (tmp_path / "compat.json").write_text(json.dumps(compiled))
+    monkeypatch.setattr(os_support, "HERE", tmp_path)
+    load_os_support.cache_clear()
+    try:
+        note = load_os_support().operating_systems[0].note
+    finally:
+        load_os_support.cache_clear()
+    assert (note == "from the compiled copy") is not edited  # an edited YAML: the table's rows
 
 
 def test_a_compiled_copy_of_another_text_is_never_used() -> None:

@@ -82,11 +82,11 @@ def detect_facts(args: argparse.Namespace) -> HostFacts:
 def cmd_detect(args: argparse.Namespace) -> int:
     from gpuwizard.core.codec import to_jsonable
     from gpuwizard.frontends.report import host_lines
+    from gpuwizard.recommend.os_support import load_os_support
     from gpuwizard.recommend.sizing import assess
-    from gpuwizard.recommend.table import load_table
 
     facts = detect_facts(args)
-    findings = assess(facts, load_table())
+    findings = assess(facts, load_os_support())
     if args.json:
         envelope = {
             "schema": facts.schema,

@@ -22,11 +22,11 @@ from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options
+from gpuwizard.recommend.os_support import match_os
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import CompatTable
-from gpuwizard.recommend.target import Target, match_os, target_from_facts
+from gpuwizard.recommend.target import Target, target_from_facts
 from gpuwizard.runner.files import write_files
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView

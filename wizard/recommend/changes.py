@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwizard.recommend import debian_native
+from gpuwizard.recommend.os_support import OsRelease
 from gpuwizard.recommend.result import DriverPlan, PythonPlan
 from gpuwizard.recommend.rules import DriverOption
-from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
+from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import Target
 
 UNKNOWN_KERNEL = "$(uname -r)"

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from gpuwizard.core.codec import CodecError, from_jsonable
+from gpuwizard.recommend.os_support import OsRelease
 from gpuwizard.recommend.rules import (
     DEBIAN_ARCHIVE,
     Candidate,
@@ -24,7 +25,7 @@ from gpuwizard.recommend.rules import (
     DriverOption,
     failures,
 )
-from gpuwizard.recommend.table import CompatTable, CompatTableError, Flavor, OsRelease, TorchRelease
+from gpuwizard.recommend.table import CompatTable, CompatTableError, Flavor, TorchRelease
 from gpuwizard.recommend.target import Target
 
 SOURCE = DEBIAN_ARCHIVE

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from gpuwizard.core.version import Version, at_least, is_version, variant_cuda
 from gpuwizard.recommend import debian_native, explain, pinned
+from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.refusal import refusal_from
 from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
 from gpuwizard.recommend.rules import THIRD_PARTY, Candidate, DriverAction, DriverOption, failures
-from gpuwizard.recommend.table import CompatTable, OsRelease, TorchRelease
-from gpuwizard.recommend.target import BadInput, Target, match_os
+from gpuwizard.recommend.table import CompatTable, TorchRelease
+from gpuwizard.recommend.target import BadInput, Target
 
 # "Starting in the 560 driver release series, the open kernel module flavor is the default" [S14]
 _OPEN_DEFAULT_FROM = 560

@@ -14,6 +14,7 @@ from gpuwizard.core.gpus import GpuModel
 from gpuwizard.core.version import Version, at_least, variant_cuda
 from gpuwizard.recommend import changes as change_list
 from gpuwizard.recommend import debian_native, pinned
+from gpuwizard.recommend.os_support import is_guess, match_os
 from gpuwizard.recommend.result import (
     PYTORCH_INDEX,
     DriverPlan,
@@ -28,7 +29,7 @@ from gpuwizard.recommend.result import (
 )
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
 from gpuwizard.recommend.table import CompatTable, TorchRelease
-from gpuwizard.recommend.target import Target, is_guess, match_os
+from gpuwizard.recommend.target import Target
 
 PREFERRED_PYTHON = "3.12"
 

@@ -13,9 +13,10 @@ Pure: the table, the target and the choices come in; it never searches.
 from __future__ import annotations
 
 from gpuwizard.recommend import debian_native
+from gpuwizard.recommend.os_support import OsRelease
 from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.rules import DriverOption
-from gpuwizard.recommend.table import CompatTable, OsRelease
+from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import Target
 
 

@@ -24,9 +24,9 @@ from gpuwizard.core.selection import (
     TorchChoice,
 )
 from gpuwizard.core.version import Version
+from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.result import Recommendation
-from gpuwizard.recommend.table import CompatTable, OsRelease
-from gpuwizard.recommend.target import match_os
+from gpuwizard.recommend.table import CompatTable
 from gpuwizard.steps import build_plan
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwizard.recommend.os_support import OsRelease
 from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption
-from gpuwizard.recommend.table import Flavor, OsRelease, TorchRelease
+from gpuwizard.recommend.table import Flavor, TorchRelease
 from gpuwizard.recommend.target import Target
 
 Status = Literal["ok", "ok_after_changes", "unsupported"]

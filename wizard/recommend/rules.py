@@ -14,8 +14,9 @@ from typing import Literal
 
 from gpuwizard.core.gpus import GpuModel
 from gpuwizard.core.version import Version, at_least, variant_cuda
+from gpuwizard.recommend.os_support import match_os
 from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease, WheelBuild
-from gpuwizard.recommend.target import Target, match_os
+from gpuwizard.recommend.target import Target
 
 DriverAction = Literal["install", "keep", "upgrade"]
 DEBIAN_ARCHIVE = "debian-archive"

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
-from gpuwizard.recommend.table import CompatTable
-from gpuwizard.recommend.target import is_guess, match_os
+from gpuwizard.recommend.os_support import OsRows, is_guess, match_os
 
 Severity = Literal["ok", "info", "warning", "error"]
 
@@ -133,7 +132,7 @@ def check_network(facts: HostFacts) -> Finding:
     )
 
 
-def check_os(facts: HostFacts, table: CompatTable) -> Finding:
+def check_os(facts: HostFacts, table: OsRows) -> Finding:
     os = facts.os
     if os is None:
         return Finding("os", "error", "unknown OS", "/etc/os-release is missing")
@@ -193,7 +192,7 @@ def check_platform(facts: HostFacts) -> Finding | None:
     return None
 
 
-def assess(facts: HostFacts, table: CompatTable) -> tuple[Finding, ...]:
+def assess(facts: HostFacts, table: OsRows) -> tuple[Finding, ...]:
     """Every sizing finding for a host, most important kinds first."""
     found = [
         check_os(facts, table),

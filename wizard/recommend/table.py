@@ -16,7 +16,6 @@ an edit to compat.yaml takes effect at once and a test says to compile again.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -25,8 +24,8 @@ from typing import Literal
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.version import Version, is_cuda_variant, variant_cuda
+from gpuwizard.recommend.os_support import OsRelease, compiled_data, source_digest
 
-DriverSource = Literal["ubuntu-archive", "cuda-repo-apt", "cuda-repo-dnf"]
 Flavor = Literal["open", "proprietary"]
 
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
@@ -148,37 +147,6 @@ class TorchRelease:
         """PyPI's CUDA build for a platform, or None when its wheel there has no CUDA."""
         default = self.aarch64_default if platform == "aarch64" else self.default
         return default if default and default.startswith("cu") else None
-
-
-@dataclass(frozen=True)
-class OsRelease:
-    id: str
-    version: str
-    codename: str | None
-    python3: str
-    cuda_repo: str
-    driver_source: DriverSource
-    driver_branches: tuple[str, ...]
-    standard_support_end: str
-    sources: tuple[str, ...]
-    cuda_repo_max: str | None = None
-    """The newest CUDA NVIDIA still publishes in this release's repository, when capped."""
-    extra_pythons: tuple[str, ...] = ()
-    """Newer CPython versions the distribution packages beside its python3."""
-    dnf_modules: bool = True
-    """RHEL 8/9 pick a driver branch with a dnf module stream; RHEL 10 has none (version lock)."""
-    driver_versions: dict[str, str] | None = None
-    """The newest release of each branch in this release's own archive, where it is not the
-    branch's newest (``drivers[].latest``)."""
-    note: str | None = None
-    confirmed: bool = True
-
-    @property
-    def label(self) -> str:
-        return f"{_OS_NAMES.get(self.id, self.id.capitalize())} {self.version}"
-
-
-_OS_NAMES = {"rocky": "Rocky Linux", "almalinux": "AlmaLinux", "rhel": "RHEL"}
 
 
 @dataclass(frozen=True)
@@ -384,10 +352,6 @@ def parse_table(text: str) -> CompatTable:
     return validate(table)
 
 
-def source_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def compile_table(text: str) -> str:
     """The compiled form of compat.yaml's text: its validated data, stamped with the text's digest."""
     data = {"compiled_from_sha256": source_digest(text), "table": to_jsonable(parse_table(text))}
@@ -396,11 +360,11 @@ def compile_table(text: str) -> str:
 
 def compiled_table(compiled: str, text: str) -> CompatTable | None:
     """The table from its compiled form, or None when that was compiled from another text."""
-    data = json.loads(compiled)
-    if not isinstance(data, dict) or data.get("compiled_from_sha256") != source_digest(text):
+    data = compiled_data(compiled, text)
+    if data is None:
         return None
     try:
-        return validate(from_jsonable(CompatTable, data.get("table"), "compat.json"))
+        return validate(from_jsonable(CompatTable, data, "compat.json"))
     except CodecError as error:
         raise CompatTableError(str(error)) from None
 

@@ -16,7 +16,8 @@ from gpuwizard.core.facts import HostFacts, NvmlOk, SecureBootState
 from gpuwizard.core.gpus import GpuModel
 from gpuwizard.core.kernels import headers_gone
 from gpuwizard.core.version import Version, is_version
-from gpuwizard.recommend.table import CompatTable, Flavor, OsRelease
+from gpuwizard.recommend.os_support import OsRelease, is_guess, match_os
+from gpuwizard.recommend.table import CompatTable, Flavor
 
 
 class BadInput(ValueError):
@@ -63,56 +64,6 @@ class Target:
     def driver_managed_elsewhere(self) -> bool:
         """Under WSL or in a container the driver belongs to the host, not to this system."""
         return self.wsl or self.container is not None
-
-
-def match_os(
-    table: CompatTable,
-    os_id: str,
-    version: str,
-    id_like: Sequence[str] = (),
-    codename: str | None = None,
-) -> OsRelease | None:
-    """The table row for an OS or the base it derives from (ID_LIKE).
-
-    Ubuntu matches its exact release or, for derivatives such as Linux Mint, the Ubuntu codename
-    they are built on; Debian and RHEL-likes match their major release. A release newer than one
-    the table knows (Ubuntu 26.10, Debian 14, Rocky 11) gets the newest known release before it
-    as a best guess: ``is_guess`` says when that happened, so the caller can warn.
-    """
-    major = version.split(".")[0]
-    for candidate in (os_id, *id_like, *_FAMILY.get(os_id, ())):
-        for row in table.operating_systems:
-            same_release = row.version in (version, major) or bool(
-                codename and row.codename == codename
-            )
-            if row.id == candidate and same_release:
-                return row
-    return _newest_before(table, os_id, version)
-
-
-# RHEL rebuilds that /etc/os-release may not name in ID_LIKE, matched as RHEL.
-_FAMILY: dict[str, tuple[str, ...]] = {"centos": ("rhel",), "ol": ("rhel",)}
-
-
-def _newest_before(table: CompatTable, os_id: str, version: str) -> OsRelease | None:
-    if not is_version(version):
-        return None
-    older = [
-        row
-        for row in table.operating_systems
-        if row.id == os_id and Version.parse(row.version) < Version.parse(version)
-    ]
-    return max(older, key=lambda row: Version.parse(row.version), default=None)
-
-
-def is_guess(row: OsRelease, os_id: str, version: str) -> bool:
-    """Whether ``row`` stands in for a newer release the table does not know."""
-    if not is_version(version) or row.id != os_id:
-        return False
-    major = version.split(".")[0]
-    return row.version not in (version, major) and Version.parse(version) > Version.parse(
-        row.version
-    )
 
 
 def _driver_flavor(facts: HostFacts) -> Flavor | None:
