@@ -7,8 +7,9 @@ themselves live in ``gpuwizard.frontends.cli``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from gpuwizard import __version__
 from gpuwizard.frontends.inputs import InputError, check_path
@@ -34,7 +35,27 @@ def path_arg(text: str) -> Path:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but errors are one line that names the fix, not a usage dump."""
+    """argparse, but errors are one line that names the fix, not a usage dump.
+
+    A subcommand's options are added when that subcommand is parsed: every ``add_argument``
+    costs argparse a help formatter, and ``gpuwizard detect --json`` should not pay for the
+    options of the six commands it is not.
+    """
+
+    def __init__(
+        self, *args: Any, arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._arguments is not None:
+            add_arguments, self._arguments = self._arguments, None
+            add_arguments(self)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
@@ -59,29 +80,13 @@ def add_pins(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="gpuwizard", description="Set up a fresh Linux GPU server for PyTorch."
-    )
-    parser.add_argument("--version", action="version", version=f"gpuwizard {__version__}")
-    parser.add_argument(
-        "--simulate",
-        metavar="PROFILE",
-        help="use a built-in simulated host (see `gpuwizard profiles`)",
-    )
-    parser.add_argument(
-        "--reset", action="store_true", help="with --simulate: start the simulated host over"
-    )
-    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+def detect_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print HostFacts and findings as JSON")
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    detect = sub.add_parser("detect", help="show what this host has: GPUs, OS, driver, sizing")
-    detect.add_argument("--json", action="store_true", help="print HostFacts and findings as JSON")
-    detect.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    recommend = sub.add_parser(
-        "recommend", help="recommend driver, CUDA build and PyTorch, with reasons"
-    )
-    source = recommend.add_argument_group("host (default: this machine)")
+def recommend_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("host (default: this machine)")
     source.add_argument(
         "--facts", type=path_arg, metavar="FILE", help="facts JSON from `gpuwizard detect --json`"
     )
@@ -97,72 +102,73 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--driver", metavar="VERSION", help="the driver already installed")
     source.add_argument("--driver-flavor", choices=("open", "proprietary"))
     source.add_argument("--python", metavar="X.Y", help="the system python3 version")
-    recommend.add_argument(
+    parser.add_argument(
         "--torch", metavar="VERSION", help="a release (2.14.1), a series (2.5) or latest"
     )
-    recommend.add_argument("--variant", metavar="cuXYZ", help="a CUDA build, e.g. cu126")
-    recommend.add_argument(
+    parser.add_argument("--variant", metavar="cuXYZ", help="a CUDA build, e.g. cu126")
+    parser.add_argument(
         "--keep-driver", action="store_true", help="never change the installed driver"
     )
-    recommend.add_argument(
+    parser.add_argument(
         "--needs-nvcc", action="store_true", help="also install the matching CUDA toolkit"
     )
-    add_pins(recommend)
-    recommend.add_argument(
+    add_pins(parser)
+    parser.add_argument(
         "--online",
         action="store_true",
         help="ask the package index (through pip) for newer releases",
     )
-    recommend.add_argument("--json", action="store_true", help="print one JSON object")
-    recommend.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    apply = sub.add_parser("apply", help="install the recommended setup without the TUI")
-    apply.add_argument(
+
+def apply_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--yes",
         action="store_true",
         help="do not ask: apply the plan and reboot when a step needs it",
     )
-    apply.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    apply.add_argument("--verbose", action="store_true", help="print every command's output")
-    apply.add_argument(
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    parser.add_argument("--verbose", action="store_true", help="print every command's output")
+    parser.add_argument(
         "--reset", action="store_true", help="simulation only: start the simulated host over"
     )
-    apply.add_argument("--torch", metavar="VERSION")
-    apply.add_argument("--variant", metavar="cuXYZ")
-    apply.add_argument("--keep-driver", action="store_true")
-    add_pins(apply)
-    apply.add_argument(
+    parser.add_argument("--torch", metavar="VERSION")
+    parser.add_argument("--variant", metavar="cuXYZ")
+    parser.add_argument("--keep-driver", action="store_true")
+    add_pins(parser)
+    parser.add_argument(
         "--needs-nvcc", action="store_true", help="also install the CUDA toolkit (nvcc)"
     )
-    apply.add_argument(
+    parser.add_argument(
         "--env", choices=("venv", "conda"), default="venv", help="Python environment kind"
     )
-    apply.add_argument("--env-name", default="pytorch", help="name under /opt/gpuwizard/envs")
+    parser.add_argument("--env-name", default="pytorch", help="name under /opt/gpuwizard/envs")
     for extra in ("cudnn", "docker", "dcgm", "nccl", "hold-driver"):
-        apply.add_argument(
+        parser.add_argument(
             f"--{extra}", action="store_true", help=f"also set up {extra.replace('-', ' ')}"
         )
-    apply.add_argument(
+    parser.add_argument(
         "--no-persistence", action="store_true", help="leave nvidia-persistenced off"
     )
-    apply.add_argument(
+    parser.add_argument(
         "--config",
         type=path_arg,
         metavar="FILE",
         help="replay an answers.yaml (from `gpuwizard export`)",
     )
-    apply.add_argument(
+    parser.add_argument(
         "--accept-changes",
         action="store_true",
         help="with --config: plan even where the answers resolve to a different plan here",
     )
-    apply.add_argument(
+    parser.add_argument(
         "--force",
         action="store_true",
         help="with --config: replay on a host unlike the one the answers were made on "
         "(also GPUWIZARD_FORCE=1, as deploy.sh)",
     )
-    mok = apply.add_mutually_exclusive_group()
+    mok = parser.add_mutually_exclusive_group()
     mok.add_argument(
         "--mok-password-file",
         type=path_arg,
@@ -174,102 +180,139 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the one-time MOK password from standard input (a pipe)",
     )
-    apply.add_argument(
+    parser.add_argument(
         "--rebooted",
         choices=("yes", "no"),
         help="whether the machine restarted since gpuwizard asked for a reboot, where neither "
         "its boot_id nor /proc/stat's boot time can tell",
     )
-    apply.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    bench = sub.add_parser(
-        "bench", help="run the ResNet-50 / DDP / NCCL benchmark and compare with published numbers"
-    )
-    bench.add_argument(
+
+def bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--python",
         type=path_arg,
         metavar="PATH",
         help="an interpreter with torch (default: the wizard's environment)",
     )
-    bench.add_argument(
+    parser.add_argument(
         "--modes",
         help="comma-separated, of: fp32 (strict), tf32, amp-fp16, amp-bf16 (default: all)",
     )
-    bench.add_argument("--gpus", type=int, metavar="N", help="GPUs to use (default: all; 0: CPU)")
-    bench.add_argument(
+    parser.add_argument("--gpus", type=int, metavar="N", help="GPUs to use (default: all; 0: CPU)")
+    parser.add_argument(
         "--batch-size", type=int, metavar="N", help="per GPU (default: the largest that fits)"
     )
-    bench.add_argument("--compile", action="store_true", help="torch.compile the model")
-    bench.add_argument(
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument(
         "--dataload",
         type=path_arg,
         metavar="DIR",
         help="where the data-loading check writes scratch files (default: /var/tmp)",
     )
-    bench.add_argument("--no-dataload", action="store_true", help="skip the data-loading check")
-    bench.add_argument(
+    parser.add_argument("--no-dataload", action="store_true", help="skip the data-loading check")
+    parser.add_argument(
         "--no-ddp", action="store_true", help="one GPU only: no DDP and all-reduce run"
     )
-    bench.add_argument(
+    parser.add_argument(
         "--json", action="store_true", help="print results.json at the end, nothing else on stdout"
     )
-    bench.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)  # fmt: skip
 
-    export = sub.add_parser(
-        "export",
-        help="the chosen setup as deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init",
-    )
-    export.add_argument(
+
+def export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--format",
         metavar="NAMES",
         help="comma-separated, of: script, dockerfile, answers, ansible, cloud-init (default: all)",
     )
-    export.add_argument(
+    parser.add_argument(
         "--config",
         type=path_arg,
         metavar="FILE",
         help="export the plan of an answers.yaml for this machine",
     )
-    export.add_argument(
+    parser.add_argument(
         "--torch", metavar="VERSION", help="with pins: export a fresh plan of these choices"
     )
-    export.add_argument("--variant", metavar="cuXYZ")
-    add_pins(export)
-    export.add_argument(
+    parser.add_argument("--variant", metavar="cuXYZ")
+    add_pins(parser)
+    parser.add_argument(
         "--accept-changes",
         action="store_true",
         help="with --config: even for another kind of server",
     )
-    export.add_argument(
+    parser.add_argument(
         "-o", "--output", type=path_arg, metavar="DIR",
         help="write the files here (default: stdout for one file, else ./gpuwizard-export)",
     )  # fmt: skip
-    export.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    doctor = sub.add_parser(
-        "doctor",
-        help="diagnose known problems: driver, CUDA versions, Secure Boot, GPU errors, NCCL",
-    )
-    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
-    doctor.add_argument(
+
+def doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    parser.add_argument(
         "--bundle", nargs="?", const="", type=text_arg, metavar="PATH",
         help="also write a redacted support archive (tar.gz; default: ./gpuwizard-bundle-<time>.tar.gz)",
     )  # fmt: skip
-    doctor.add_argument(
+    parser.add_argument(
         "--log", action="append", type=path_arg, metavar="FILE",
         help="also look for known errors in this log (a training run's output); repeatable",
     )  # fmt: skip
-    doctor.add_argument(
+    parser.add_argument(
         "--env", type=text_arg, metavar="PATH",
         help="the Python environment with torch (default: the one gpuwizard set up)",
     )  # fmt: skip
-    doctor.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
+    parser.add_argument("--simulate", metavar="PROFILE", default=argparse.SUPPRESS)
 
-    sub.add_parser("profiles", help="list the built-in simulated hosts")
 
-    capture = sub.add_parser("capture-host", help="record what detection reads, as a test fixture")
-    capture.add_argument("directory", type=path_arg)
-    capture.add_argument(
+def capture_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=path_arg)
+    parser.add_argument(
         "--description", type=text_arg, default="", help="one line saying what machine this is"
     )
+
+
+SUBCOMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None] | None], ...] = (
+    ("detect", "show what this host has: GPUs, OS, driver, sizing", detect_arguments),
+    ("recommend", "recommend driver, CUDA build and PyTorch, with reasons", recommend_arguments),
+    ("apply", "install the recommended setup without the TUI", apply_arguments),
+    (
+        "bench",
+        "run the ResNet-50 / DDP / NCCL benchmark and compare with published numbers",
+        bench_arguments,
+    ),
+    (
+        "export",
+        "the chosen setup as deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init",
+        export_arguments,
+    ),
+    (
+        "doctor",
+        "diagnose known problems: driver, CUDA versions, Secure Boot, GPU errors, NCCL",
+        doctor_arguments,
+    ),
+    ("profiles", "list the built-in simulated hosts", None),
+    ("capture-host", "record what detection reads, as a test fixture", capture_arguments),
+)
+"""Each subcommand: its name, its line in ``gpuwizard --help``, and what adds its options."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpuwizard", description="Set up a fresh Linux GPU server for PyTorch."
+    )
+    parser.add_argument("--version", action="version", version=f"gpuwizard {__version__}")
+    parser.add_argument(
+        "--simulate",
+        metavar="PROFILE",
+        help="use a built-in simulated host (see `gpuwizard profiles`)",
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="with --simulate: start the simulated host over"
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+    for name, help_line, arguments in SUBCOMMANDS:
+        sub.add_parser(name, help=help_line, arguments=arguments)
     return parser

@@ -3,7 +3,7 @@
 The table (gpuwizard.recommend.table) holds these rows beside the drivers, CUDA and PyTorch;
 sizing's OS check needs only them and the date the table was reviewed, and `detect` must stay
 light. So they are read here straight from the compiled table (compat.json, stamped with the
-SHA-256 of the YAML it came from), without the whole table's types, decoding or cross-checks
+length and CRC-32 of the YAML it came from), without the whole table's types, decoding or cross-checks
 (the table is checked whole when it is compiled, and a test holds compat.json to that). A stale
 or missing compiled copy falls back to the whole table. This module reads only its own files.
 """
@@ -11,8 +11,8 @@ or missing compiled copy falls back to the whole table. This module reads only i
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,13 +73,17 @@ class OsSupport:
 
 
 def source_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """What the compiled copy says it came from: a check for a forgotten recompile, not for
+    tampering (the two files ship side by side). CRC-32, not SHA-256: hashlib loads OpenSSL,
+    a tenth of what `detect` may take."""
+    data = text.encode("utf-8")
+    return f"{len(data)}:crc32:{zlib.crc32(data):08x}"
 
 
 def compiled_data(compiled: str, text: str) -> dict[str, Any] | None:
     """The compiled table's data, or None when it was compiled from another text than ``text``."""
     data = json.loads(compiled)
-    if not isinstance(data, dict) or data.get("compiled_from_sha256") != source_digest(text):
+    if not isinstance(data, dict) or data.get("compiled_from") != source_digest(text):
         return None
     table = data.get("table")
     return table if isinstance(table, dict) else None
