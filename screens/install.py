@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -61,6 +61,9 @@ def step_details(step: StepPlan) -> Group:
             )
         )
     return Group(*parts)
+
+
+_NOTHING_SHOWN = object()
 
 
 class RunProgress(Message, bubble=False):
@@ -149,6 +152,8 @@ class InstallView(StageView):
         self.searched = ""
         self.failure: tuple[Stopped, Text] | None = None
         """The failure shown and its text (built once: it may ask the machine for free space)."""
+        self.shown: dict[str, object] = {}
+        """What each redrawn Static shows now, by id (``show``)."""
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -298,58 +303,75 @@ class InstallView(StageView):
             self.shown_mode = mode
             self.refresh_bindings()
 
+    def show(self, widget_id: str, key: object, content: Callable[[], RenderableType]) -> None:
+        """Draw ``content`` in a Static only when ``key`` (what it depends on) changed: an update
+        lays the whole screen out again, and a flooding step brings twenty events a second."""
+        if self.shown.get(widget_id, _NOTHING_SHOWN) != key:
+            self.shown[widget_id] = key
+            self.query_one(f"#{widget_id}", Static).update(content())
+
     def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
-        details = self.query_one("#details", Static)
         if self.driven_by is not None:
-            details.update(
-                Text.assemble(
+            driven_by = self.driven_by
+            self.show(
+                "details",
+                ("driven", driven_by),
+                lambda: Text.assemble(
                     ("Watching: ", "bold yellow"),
                     part(
-                        f"another gpuwizard drives this setup, {self.driven_by}. Nothing is "
+                        f"another gpuwizard drives this setup, {driven_by}. Nothing is "
                         "decided here; once it has gone, this one takes over."
                     ),
-                )
+                ),
             )
             return
         ending = self.view.ending
         if mode == "waiting" and isinstance(ending, RebootAsked):
-            details.update(
-                Text.assemble(
+            reason = ending.reason
+            self.show(
+                "details",
+                ("reboot", reason),
+                lambda: Text.assemble(
                     ("A reboot is pending: ", "bold yellow"),
-                    part(f"{ending.reason}. "),
+                    part(f"{reason}. "),
                     "Enter shows the reboot screen again; q quits, and gpuwizard continues "
                     "once the machine has rebooted.",
-                )
+                ),
             )
             return
         if mode == "waiting" and not remaining:
-            details.update(
-                Text.assemble(
+            self.show(
+                "details",
+                ("nothing left",),
+                lambda: Text.assemble(
                     ("Nothing is left to do. ", "bold green"),
                     "Enter checks every step once more and finishes the run.",
-                )
+                ),
             )
             return
         step = next((s for s in self.plan.steps if s.id == self.current), None)
         if step is not None:
-            details.update(step_details(step))
+            self.show("details", ("step", step.id), lambda: step_details(step))
 
     def show_hint(self, mode: str) -> None:
-        hint = self.query_one("#hint", Static)
         ending = self.view.ending
         if mode == "failed" and isinstance(ending, Stopped):
-            hint.update(self.failure_text(ending))
+            self.show("hint", ("failed", ending), lambda: self.failure_text(ending))
             return
         if mode != "running":
-            hint.update("")
+            self.show("hint", ("none",), str)
             return
         known = match(self.view.tail)
         if known is None:
             return
         if known.id != self.live_hint:  # a known error in the running step's output, at once
             self.live_hint = known.id
-            hint.update(
-                Text.assemble(("⚠ in the log: ", "bold"), part(f"{known.explanation} {known.fix}"))
+            self.show(
+                "hint",
+                ("known", known.id),
+                lambda: Text.assemble(
+                    ("⚠ in the log: ", "bold"), part(f"{known.explanation} {known.fix}")
+                ),
             )
 
     def failure_text(self, ending: Stopped) -> Text:
@@ -457,7 +479,7 @@ class InstallView(StageView):
         if self.mode == "running":
             return
         self.launching = True
-        self.query_one("#hint", Static).update("")
+        self.show("hint", ("none",), str)  # the last failure's text goes
         self.render_view()
         self.start_runner(one_step)
 

@@ -55,8 +55,8 @@ class StepList(VerticalScroll, can_focus=False):
         yield from self.rows.values()
 
     def set_state(self, step_id: str, state: str) -> None:
-        if step_id not in self.states:
-            return
+        if self.states.get(step_id, state) == state:
+            return  # unknown, or shown already: an update would lay the screen out again
         self.states[step_id] = state
         title = dict(self.steps)[step_id]
         row = self.rows[step_id]
