@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,7 +24,9 @@ from textual.screen import Screen
 from textual.widgets import Header
 
 from gpuwizard.screens.widgets.key_footer import KeyFooter
-from gpuwizard.setup.flow import Answer
+
+if TYPE_CHECKING:
+    from gpuwizard.setup.flow import Answer
 
 
 class StageView(Vertical, can_focus=True):

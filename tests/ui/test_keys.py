@@ -13,8 +13,9 @@ from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RestartQuestionView
+from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.shell import StageView
-from gpuwizard.screens.waiting import LookingView, RefusedView
+from gpuwizard.screens.waiting import LookingView
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
 from tests.ui.pilots import FakeRun, ViewHarness, until
 from tests.ui.test_benchmark import whole_run

@@ -3,7 +3,9 @@
 One task (``conduct``) applies every transition: it carries out the flow's effects through the
 driver (off the UI thread), shows the new stage's view in the one screen (awaited), and waits
 for that view's answer. Views answer; nothing else changes the stage. The first frame shows at
-once: the backend, the engine, the planner and every view load in that task, after it.
+once: it needs Textual, the shell and the "Looking at this machine" view alone. The flow, the
+backend, the engine, the planner and every other view load in that task, after it and off the
+UI thread (``make_driver``); the modal screens load when they open.
 """
 
 from __future__ import annotations
@@ -18,18 +20,15 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from gpuwizard.doctor.findings import Report
-from gpuwizard.screens.doctor import DoctorScreen
-from gpuwizard.screens.help import HelpScreen
-from gpuwizard.screens.modals import QuitScreen
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.screens.waiting import LookingView
-from gpuwizard.setup.flow import Answer, Detect, Effect, Exit, Looking, Stage, label, next_stage
-from gpuwizard.setup.request import SetupRequest
 
 if TYPE_CHECKING:
+    from gpuwizard.doctor.findings import Report
     from gpuwizard.runner.control import Backend
     from gpuwizard.setup.driver import SetupDriver
+    from gpuwizard.setup.flow import Answer, Effect, Exit, Stage
+    from gpuwizard.setup.request import SetupRequest
 
 EXIT_FAILED, EXIT_REBOOT = 1, 10
 
@@ -55,10 +54,12 @@ class GpuWizardApp(App[str]):
         self._make_backend: Callable[[], Backend] | None = backend if callable(backend) else None
         self._backend_lock = threading.Lock()
         self.ssh_hint = ssh_hint
-        self.request = request or SetupRequest()
+        self.request = request
+        """The choices to start from; None: the defaults."""
         self.shell = StageShell()
         self.answers: asyncio.Queue[Answer] = asyncio.Queue()
-        self.stage: Stage = Looking(self.request)
+        self.stage: Stage | None = None
+        """The stage the wizard is at; None until the flow has loaded (looking at the machine)."""
         self.exit_code = 0
         self.driver: SetupDriver | None = None
 
@@ -93,9 +94,12 @@ class GpuWizardApp(App[str]):
     async def conduct(self) -> None:
         await self.shell.show(LookingView())
         driver = self.driver = await asyncio.to_thread(self.make_driver)
+        from gpuwizard.setup.flow import Detect, Exit, Looking, next_stage  # loaded: make_driver
+        from gpuwizard.setup.request import SetupRequest
+
         self.show_machine()
         shown: Stage | None = None
-        stage: Stage = self.stage
+        stage: Stage = Looking(self.request or SetupRequest())
         effects: tuple[Effect, ...] = (Detect(),)
         while True:
             self.stage = stage
@@ -124,6 +128,7 @@ class GpuWizardApp(App[str]):
 
     async def show(self, stage: Stage, driver: SetupDriver) -> Stage:
         from gpuwizard.frontends.stageviews import view_for
+        from gpuwizard.setup.flow import label
 
         while not self.answers.empty():  # answers to the view that is going away
             self.answers.get_nowait()
@@ -149,15 +154,22 @@ class GpuWizardApp(App[str]):
         """A failure while looking at the machine ends the wizard with one clear line."""
         if event.state is WorkerState.ERROR and event.worker.group == "conduct":
             self.exit_code = EXIT_FAILED
-            what = "look at this machine" if isinstance(self.stage, Looking) else "go on"
+            from gpuwizard.setup.flow import Looking
+
+            looking = self.stage is None or isinstance(self.stage, Looking)
+            what = "look at this machine" if looking else "go on"
             self.exit(f"gpuwizard: could not {what}: {event.worker.error}", return_code=1)
 
     # ------------------------------------------------------------------------- app-wide keys
     def action_help(self) -> None:
+        from gpuwizard.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(str(self.backend.state_dir), self.backend.simulated))
 
     def action_doctor(self) -> None:
         """The doctor over whatever stage shows; it reads the machine in its own worker thread."""
+        from gpuwizard.screens.doctor import DoctorScreen
+
         if not isinstance(self.screen, DoctorScreen):
             self.push_screen(DoctorScreen(self.examine))
 
@@ -169,6 +181,8 @@ class GpuWizardApp(App[str]):
 
     def action_quit_wizard(self) -> None:
         """Leave at once when nothing runs; explain first when a step runs or a run is paused."""
+        from gpuwizard.screens.modals import QuitScreen
+
         state = self.quit_state()
         if state is None:
             self.exit("")

@@ -35,11 +35,12 @@ from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RebootView, RestartQuestionView
 from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
-from gpuwizard.screens.waiting import LookingView, RefusedView
+from gpuwizard.screens.waiting import LookingView
 from gpuwizard.setup import flow
 from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.driver import SetupDriver
