@@ -166,7 +166,8 @@ def harness(torch_python: str | None, runs: int) -> list[Row]:
             f"<= {bench_worker_overhead.TARGET_PERCENT:.0f}% overhead (>= 0.98x)",
             overhead <= bench_worker_overhead.TARGET_PERCENT,
             f"best window; medians {median([f.median for f in worker]):.1f} vs "
-            f"{median([f.median for f in bare]):.1f} img/s; {args.model} {args.image_size}px on the CPU",
+            f"{median([f.median for f in bare]):.1f} img/s; {args.model} {args.image_size}px on the "
+            f"CPU, {args.threads} thread(s), {args.runs} runs each",
         )
     ]
 
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         ("first frame", lambda: first_frame(runs)),
         ("log ingest", lambda: ingest(100)),
         ("runner", lambda: runner(100, 2 if args.quick else 3)),
-        ("harness", lambda: harness(args.torch_python, 1 if args.quick else 2)),
+        ("harness", lambda: harness(args.torch_python, 2 if args.quick else 4)),
         ("flood 200 MB", lambda: flood(200)),
         *([] if args.quick else [("flood 1 GB", lambda: flood(1000))]),
     ]
