@@ -25,6 +25,8 @@ NicKind = Literal["ethernet", "infiniband", "other"]
 
 @dataclass(frozen=True)
 class PcieLink:
+    """A PCIe link's trained and maximum speed and width, as sysfs reports them."""
+
     speed_current: str | None
     """As sysfs prints it, e.g. "16.0 GT/s PCIe"."""
     speed_max: str | None
@@ -52,6 +54,8 @@ def _gts(speed: str) -> float:
 
 @dataclass(frozen=True)
 class PciDevice:
+    """One PCI function, as sysfs describes it under /sys/bus/pci/devices."""
+
     address: str
     """Domain:bus:device.function, e.g. "0000:1b:00.0"."""
     vendor_id: str
@@ -69,12 +73,16 @@ class PciDevice:
 
 @dataclass(frozen=True)
 class Gpu:
+    """An NVIDIA GPU: its PCI function, and the catalogue's model for its device id."""
+
     pci: PciDevice
     model: GpuModel
 
 
 @dataclass(frozen=True)
 class NvmlGpu:
+    """One GPU as its driver reports it through NVML (once a driver is loaded)."""
+
     index: int
     pci_bus_id: str
     """Normalised to sysfs form, "0000:1b:00.0"."""
@@ -111,6 +119,8 @@ class NvmlGpu:
 
 @dataclass(frozen=True)
 class NvmlOk:
+    """NVML answered: the driver's versions and its GPUs."""
+
     KIND: ClassVar[str] = "ok"
     driver_version: str
     """e.g. "570.133.20"."""
@@ -123,6 +133,8 @@ class NvmlOk:
 
 @dataclass(frozen=True)
 class NvmlUnavailable:
+    """NVML could not be asked (no driver, no library, a mismatch), and why."""
+
     KIND: ClassVar[str] = "unavailable"
     reason: str
     """In the user's words: "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)"."""
@@ -133,6 +145,8 @@ Nvml = NvmlOk | NvmlUnavailable
 
 @dataclass(frozen=True)
 class OsInfo:
+    """The fields of /etc/os-release that name the distribution and its release."""
+
     id: str
     version_id: str
     id_like: tuple[str, ...] = ()
@@ -142,6 +156,8 @@ class OsInfo:
 
 @dataclass(frozen=True)
 class Platform:
+    """What the OS runs on: the architecture, and any hypervisor, container or WSL."""
+
     arch: str
     """As ``uname -m`` prints it: "x86_64" or "aarch64"."""
     virtualization: str | None = None
@@ -153,6 +169,8 @@ class Platform:
 
 @dataclass(frozen=True)
 class Disk:
+    """A whole disk (loop, RAM, device-mapper, RAID, network and optical devices left out)."""
+
     name: str
     size_bytes: int
     rotational: bool
@@ -161,6 +179,8 @@ class Disk:
 
 @dataclass(frozen=True)
 class FreeSpace:
+    """The free bytes of the file system that holds ``path``, as df reports them."""
+
     path: str
     free_bytes: int
 
@@ -176,6 +196,8 @@ def mount_holding(path: str, rows: tuple[FreeSpace, ...]) -> FreeSpace | None:
 
 @dataclass(frozen=True)
 class Nic:
+    """A network interface, what kind it is and its link speed."""
+
     name: str
     kind: NicKind
     speed_mbps: int | None
@@ -184,6 +206,8 @@ class Nic:
 
 @dataclass(frozen=True)
 class Hardware:
+    """What the machine is built of: GPUs, NVSwitches, InfiniBand, CPU, memory, disks, NICs."""
+
     gpus: tuple[Gpu, ...] = ()
     nvswitches: tuple[PciDevice, ...] = ()
     infiniband: tuple[PciDevice, ...] = ()
@@ -222,6 +246,8 @@ class BootMark:
 
 @dataclass(frozen=True)
 class BootJudgement:
+    """Whether two boot marks are one boot, and which signal said so."""
+
     same: bool | None
     """True: the same boot; False: the machine rebooted in between; None: cannot judge."""
     signal: BootSignal | None
@@ -284,6 +310,8 @@ class Boot:
 
 @dataclass(frozen=True)
 class Package:
+    """An installed package and its version."""
+
     name: str
     version: str
 
@@ -320,6 +348,8 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class Installs:
+    """What is installed that matters to a GPU stack, and how the machine is configured."""
+
     packages: tuple[Package, ...] = ()
     """Installed packages in the GPU stack (nvidia*, cuda*, cudnn*, dkms, kernel headers)."""
     cuda_toolkits: tuple[str, ...] = ()
@@ -357,6 +387,8 @@ class Installs:
 
 @dataclass(frozen=True)
 class Interpreter:
+    """A Python interpreter found on the machine."""
+
     path: str
     version: str
     """Major.minor, e.g. "3.10"."""
@@ -378,6 +410,8 @@ class Environment:
 
 @dataclass(frozen=True)
 class PythonEnv:
+    """The machine's Pythons: gpuwizard's environments, interpreters, python3 and conda."""
+
     environments: tuple[Environment, ...] = ()
     interpreters: tuple[Interpreter, ...] = ()
     system_python: str | None = None
@@ -388,6 +422,8 @@ class PythonEnv:
 
 @dataclass(frozen=True)
 class HostFacts:
+    """Everything gpuwizard knows of a machine, as detection read it (its JSON is the contract)."""
+
     schema: int
     machine_id: str | None
     os: OsInfo | None

@@ -28,6 +28,8 @@ NVIDIA_VENDOR = "10de"
 
 @dataclass(frozen=True)
 class ChipRule:
+    """A chip codename pattern and what it means: architecture, compute capability, driver."""
+
     pattern: str
     arch: str
     compute_capability: str
@@ -94,6 +96,8 @@ _MEMORY_GIB: dict[str, int] = {
 
 @dataclass(frozen=True)
 class GpuModel:
+    """One NVIDIA PCI device id: its name, chip, architecture and what drivers it needs."""
+
     device_id: str
     """Four lowercase hex digits, vendor 10de implied."""
     name: str
@@ -120,6 +124,8 @@ class GpuModel:
 
 @dataclass(frozen=True)
 class PciIdEntry:
+    """One NVIDIA line of pci.ids: device id, chip codename, name, GPU or NVSwitch."""
+
     device_id: str
     chip: str
     name: str

@@ -17,6 +17,8 @@ _DOTTED = re.compile(r"^\d+(\.\d+)*$")
 @total_ordering
 @dataclass(frozen=True)
 class Version:
+    """A dotted version number, compared by its numbers (``text`` keeps how it was written)."""
+
     parts: tuple[int, ...]
     text: str
 

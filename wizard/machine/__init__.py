@@ -23,6 +23,8 @@ from gpuwizard.machine.host import Host
 
 @dataclass(frozen=True, kw_only=True)
 class Machine:
+    """The machine gpuwizard drives, real or simulated: how to look at it, where its state lives."""
+
     name: str
     """"this machine" or "simulated h100x8-ubuntu2204-fresh", for titles and messages."""
     host: Callable[[], Host]

@@ -58,6 +58,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class DpkgDatabase:
+    """What dpkg's database says: the packages, and whether a dpkg run was cut short."""
+
     entries: tuple[Entry, ...]
     journal_pending: bool = False
     """updates/ holds records a dpkg run never folded in: it was killed mid-way."""

@@ -36,6 +36,8 @@ TIMED_OUT = 124
 
 @dataclass(frozen=True)
 class Output:
+    """A finished command: its exit status and what it printed."""
+
     returncode: int
     stdout: str
     stderr: str = ""

@@ -3,9 +3,10 @@
 The table (gpuwizard.recommend.table) holds these rows beside the drivers, CUDA and PyTorch;
 sizing's OS check needs only them and the date the table was reviewed, and `detect` must stay
 light. So they are read here straight from the compiled table (compat.json, stamped with the
-length and CRC-32 of the YAML it came from), without the whole table's types, decoding or cross-checks
-(the table is checked whole when it is compiled, and a test holds compat.json to that). A stale
-or missing compiled copy falls back to the whole table. This module reads only its own files.
+length and CRC-32 of the YAML it came from), without the whole table's types, decoding or
+cross-checks (the table is checked whole when it is compiled, and a test holds compat.json to
+that). A stale or missing compiled copy falls back to the whole table. This module reads only
+its own files.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ HERE = Path(__file__).parent
 
 @dataclass(frozen=True)
 class OsRelease:
+    """One supported OS release (a row of compat.yaml): its Python, CUDA repository and drivers."""
+
     id: str
     version: str
     codename: str | None
@@ -68,6 +71,8 @@ class OsRows(Protocol):
 
 @dataclass(frozen=True)
 class OsSupport:
+    """The supported OS releases and the date the table was last reviewed."""
+
     reviewed: str
     operating_systems: tuple[OsRelease, ...]
 

@@ -27,6 +27,8 @@ MEMTOTAL_SHORT = 0.95
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing sizing noticed about the host, with how much it matters and why."""
+
     id: str
     severity: Severity
     title: str

@@ -7,10 +7,10 @@ every branch an OS offers is a known branch. A bad row raises ``CompatTableError
 row, so it fails the tests instead of a user's install. This module reads only its own files.
 
 compat.yaml is for people (comments, sources beside the rows); compat.json beside it is the same
-table compiled for the machine (``tools/compile_compat.py``), stamped with the length and CRC-32 of the YAML
-it came from. Loading prefers it when the stamp matches: no YAML parser on the way (PyYAML's
-import alone costs `detect` about 20 ms), and a stale or missing compiled copy is never used, so
-an edit to compat.yaml takes effect at once and a test says to compile again.
+table compiled for the machine (``tools/compile_compat.py``), stamped with the length and CRC-32
+of the YAML it came from. Loading prefers it when the stamp matches: no YAML parser on the way
+(PyYAML's import alone costs `detect` about 20 ms), and a stale or missing compiled copy is never
+used, so an edit to compat.yaml takes effect at once and a test says to compile again.
 """
 
 from __future__ import annotations
