@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpuwizard.core.ops import Command, Download, NoPin
@@ -82,6 +82,8 @@ def test_hostile_values_keep_deploy_sh_valid_bash(title, args, value, name, cont
 
 @settings(SLOW, max_examples=12)
 @given(title=HOSTILE, args=st.lists(HOSTILE, max_size=3), value=HOSTILE, name=NAME, content=HOSTILE)
+@example(title="", args=[], value="", name="'", content=" GPUWIZARD_EOF")  # SC1039, found here
+@example(title="", args=[], value="", name="n", content="GPUWIZARD_EOF \nGPUWIZARD_EOF_1")
 def test_hostile_values_stay_shellcheck_clean(title, args, value, name, content):
     script = render_bash(hostile_source(title, args, value, name, content, reply="yes"))
     lint = subprocess.run(

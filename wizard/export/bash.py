@@ -405,10 +405,11 @@ def _write_text(step: StepPlan, write: WriteFile, root: str) -> str:
 
 
 def _delimiter(content: str) -> str:
-    """A here-document delimiter that no line of the content equals."""
-    lines = set(content.split("\n"))
+    """A here-document delimiter that the content does not contain anywhere. Not containing it
+    as a line would do for bash; shellcheck also takes an indented or trailing-space copy for a
+    misplaced terminator (SC1039, SC1118), so no copy at all is kept in the body."""
     delimiter, n = HEREDOC, 0
-    while delimiter in lines:
+    while delimiter in content:
         n += 1
         delimiter = f"{HEREDOC}_{n}"
     return delimiter
