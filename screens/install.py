@@ -356,7 +356,9 @@ class InstallView(StageView):
     def show_hint(self, mode: str) -> None:
         ending = self.view.ending
         if mode == "failed" and isinstance(ending, Stopped):
-            self.show("hint", ("failed", ending), lambda: self.failure_text(ending))
+            # By identity, as failure_text caches: a retry that fails alike is another failure,
+            # with its own last lines (self.failure keeps the ending alive, so its id stays its own).
+            self.show("hint", ("failed", id(ending)), lambda: self.failure_text(ending))
             return
         if mode != "running":
             self.show("hint", ("none",), str)

@@ -80,3 +80,20 @@ async def test_a_failure_after_a_flood_replaces_the_hint_once(updates: list[Stat
         assert view.mode == "failed"
         assert [w for w in updates if w is hint] == [hint]
         assert "exited 100" in str(hint.render())
+
+
+async def test_a_retry_that_fails_alike_shows_its_own_last_lines() -> None:
+    view, first = running_first_step()
+    async with ViewHarness(view).run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: view.replayed and view.mode == "running")
+        hint = view.query_one("#hint", Static)
+        for attempt, line in ((1, "E: the first attempt"), (2, "E: the second attempt")):
+            events: list[ev.RunEvent] = [
+                ev.StepStarted(first.id, first.title, attempt),
+                ev.LogLines(first.id, (line,)),
+                ev.RunStopped(ev.StopReason.FAILED, "exited 100", first.id),
+            ]
+            view.post_message(RunProgress(envelopes(events), first=False))
+            await pilot.pause()
+            assert view.mode == "failed"
+            assert line in str(hint.content)
