@@ -154,10 +154,11 @@ class GpuWizardApp(App[str]):
         """A failure while looking at the machine ends the wizard with one clear line."""
         if event.state is WorkerState.ERROR and event.worker.group == "conduct":
             self.exit_code = EXIT_FAILED
-            from gpuwizard.setup.flow import Looking
+            what = "look at this machine"
+            if self.stage is not None:  # the flow has loaded
+                from gpuwizard.setup.flow import Looking
 
-            looking = self.stage is None or isinstance(self.stage, Looking)
-            what = "look at this machine" if looking else "go on"
+                what = what if isinstance(self.stage, Looking) else "go on"
             self.exit(f"gpuwizard: could not {what}: {event.worker.error}", return_code=1)
 
     # ------------------------------------------------------------------------- app-wide keys
