@@ -93,5 +93,33 @@ class Terminal:
     def press(self, *keys: str) -> None:
         subprocess.run(self.tmux("send-keys", "-t", self.name, *keys), check=True)
 
-    def kill(self) -> None:
+    def kill(self, timeout_s: float = 30) -> None:
+        """The terminal goes away, as when an SSH link drops; returns once the program that ran
+        in it has exited. The server's end only hangs the program up: a front end still shutting
+        down (releasing its lease, a last atomic write) would otherwise change the machine's
+        state while the test reads or copies it."""
+        pid = self.pane_pid()
         subprocess.run(self.tmux("kill-server"), capture_output=True, check=False)
+        deadline = time.monotonic() + timeout_s
+        while pid is not None and running(pid):
+            assert time.monotonic() < deadline, f"pid {pid} still runs {timeout_s} s after hang-up"
+            time.sleep(0.02)
+
+    def pane_pid(self) -> int | None:
+        """The pid of the program in the pane; None when the session has gone."""
+        shown = subprocess.run(
+            self.tmux("display-message", "-p", "-t", self.name, "#{pane_pid}"),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return int(shown.stdout) if shown.returncode == 0 and shown.stdout.strip() else None
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (an exited one nobody has reaped yet is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
