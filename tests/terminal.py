@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import select
 import shutil
 import subprocess
 import time
@@ -99,11 +100,14 @@ class Terminal:
         down (releasing its lease, a last atomic write) would otherwise change the machine's
         state while the test reads or copies it."""
         pid = self.pane_pid()
+        exit_watch = watch_exit(pid) if pid is not None else None  # before the hang-up
         subprocess.run(self.tmux("kill-server"), capture_output=True, check=False)
-        deadline = time.monotonic() + timeout_s
-        while pid is not None and running(pid):
-            assert time.monotonic() < deadline, f"pid {pid} still runs {timeout_s} s after hang-up"
-            time.sleep(0.02)
+        if exit_watch is not None:
+            try:
+                exited, _, _ = select.select([exit_watch], [], [], timeout_s)
+            finally:
+                os.close(exit_watch)
+            assert exited, f"pid {pid} still runs {timeout_s} s after the hang-up"
 
     def pane_pid(self) -> int | None:
         """The pid of the program in the pane; None when the session has gone."""
@@ -116,10 +120,9 @@ class Terminal:
         return int(shown.stdout) if shown.returncode == 0 and shown.stdout.strip() else None
 
 
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (an exited one nobody has reaped yet is not)."""
+def watch_exit(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (a pidfd); None when it has."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
