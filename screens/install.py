@@ -147,7 +147,6 @@ class InstallView(StageView):
         self.live_hint: str | None = None
         self.prompted: ev.PromptShown | None = None
         self.ended = False
-        self.progress_text = ""
         self.shown_mode = ""
         self.searched = ""
         self.failure: tuple[Stopped, Text] | None = None
@@ -303,12 +302,19 @@ class InstallView(StageView):
             self.shown_mode = mode
             self.refresh_bindings()
 
-    def show(self, widget_id: str, key: object, content: Callable[[], RenderableType]) -> None:
+    def show(
+        self,
+        widget_id: str,
+        key: object,
+        content: Callable[[], RenderableType],
+        *,
+        layout: bool = True,
+    ) -> None:
         """Draw ``content`` in a Static only when ``key`` (what it depends on) changed: an update
         lays the whole screen out again, and a flooding step brings twenty events a second."""
         if self.shown.get(widget_id, _NOTHING_SHOWN) != key:
             self.shown[widget_id] = key
-            self.query_one(f"#{widget_id}", Static).update(content())
+            self.query_one(f"#{widget_id}", Static).update(content(), layout=layout)
 
     def show_details(self, mode: str, remaining: list[StepPlan]) -> None:
         if self.driven_by is not None:
@@ -436,11 +442,8 @@ class InstallView(StageView):
             elapsed = _elapsed(running.started, self.now())
         verb = {"waiting": "next", "running": "now", "failed": "failed"}[mode]
         text = f"{finished}/{len(todo)} done · {verb}: {title}{elapsed}"
-        if (
-            text != self.progress_text
-        ):  # a line of fixed size: repaint it, no layout (a full redraw)
-            self.progress_text = text
-            self.query_one("#progress", Static).update(plain(text), layout=False)
+        # A line of fixed size: repainted without a layout (a layout redraws the whole screen).
+        self.show("progress", text, lambda: plain(text), layout=False)
 
     @on(RunnerGone)
     def runner_gone(self) -> None:
