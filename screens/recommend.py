@@ -1,12 +1,15 @@
-"""RecommendView: the recommendation with its reasons; change a choice and see at once whether
-it still fits and why not; the rejected alternatives on demand. Reasons quote the machine's
-facts, so every value is plain text (``plain``), never markup."""
+"""RecommendView: the recommendation with its reasons; change a wish and see at once whether it
+still fits and why not; the rejected alternatives on demand.
+
+The choices are made from the wishes' declarations (``gpuwizard.core.request``): a select for
+each wish offered as a list of values, a text field for each typed one, and one list of
+checkboxes for the rest; a new wish appears here without a change to this view. What a host
+offers for each wish comes from the front end (``Offers``). Reasons quote the machine's facts,
+so every value is plain text (``plain``), never markup."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from functools import partial
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -15,33 +18,22 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Label, Select, SelectionList, Static
+from textual.widgets import Input, Label, Select, SelectionList, Static
 
-from gpuwizard.core.selection import EnvKind
+from gpuwizard.core.request import WISHES, SetupRequest, Wish, form_problem, wish_named
 from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Back, Decided
-from gpuwizard.setup.request import SetupRequest
 
 Result = Recommendation | Refusal
 Recompute = Callable[[SetupRequest], Result]
-
-PINS = (
-    ("driver_branch", "Driver branch", "R{}"),
-    ("driver_flavour", "Kernel modules", "{}"),
-    ("python", "Python", "Python {}"),
-)
-"""The pins chosen like the CUDA build: (request field, label, how a value reads)."""
-
-EXTRAS = (
-    ("needs_nvcc", "CUDA toolkit (nvcc)"),
-    ("cudnn", "cuDNN 9"),
-    ("docker", "Docker + NVIDIA toolkit"),
-    ("dcgm", "DCGM monitoring"),
-    ("nccl", "NCCL multi-node settings"),
-    ("hold_driver", "Hold driver packages"),
-)
+Offers = Callable[[SetupRequest, Result], Mapping[str, tuple[str, ...]]]
+"""What this host offers for each wish now, by name: the values of a select (a wish offered no
+values is not shown); for a checkbox, () hides it and a value is said beside its label (the
+installed driver's version beside "Keep driver"). A wish not named offers its declared values."""
+AUTO = "auto"
+"""The select's value for "let gpuwizard pick" (the request's None)."""
 
 
 def bullet(text: str, mark: str = "·", style: str = "") -> Table:
@@ -133,6 +125,11 @@ def rejected_text(result: Result, shown: bool) -> Group:
     )
 
 
+def _shown(wish: Wish, value: str, default: object) -> str:
+    """A value as the Choose view lists it ("R580"; "venv (default)")."""
+    return wish.shown_as.format(value) + (" (default)" if value == default else "")
+
+
 class RecommendView(StageView):
     """Answers Decided with the request the person settled on, or Back."""
 
@@ -144,8 +141,10 @@ class RecommendView(StageView):
     DEFAULT_CSS = """
     RecommendView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
     RecommendView #choices Label { margin-top: 1; text-style: bold; }
+    RecommendView #choices Label.-problem { margin-top: 0; text-style: none; color: $error; }
     RecommendView #choices Select { width: 100%; }
-    RecommendView #choices SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    RecommendView #choices Input { width: 100%; }
+    RecommendView #choices SelectionList { height: auto; max-height: 9; border: none; padding: 0; }
     RecommendView #choices Select:focus > SelectCurrent { border: tall $accent; background-tint: $accent 20%; }
     RecommendView #choices SelectionList:focus { background-tint: $accent 20%; }
     RecommendView #choices Label.-focused { color: $accent; }
@@ -157,62 +156,43 @@ class RecommendView(StageView):
         result: Result,
         request: SetupRequest,
         recompute: Recompute,
-        torch_versions: list[str],
+        offers: Offers,
         note: str | None = None,
-        builds: Mapping[str, tuple[str, ...]] | None = None,
-        installed_driver: str | None = None,
-        pins: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
-        """``note``: why the person is asked again (the machine changed under the last run);
-        ``builds``: each torch release's CUDA builds, to choose one; ``pins``: the values of
-        each of ``PINS`` this host offers (driver branches, flavours, Pythons). Each value is
-        tried with the engine: one that cannot work here is explained, not offered."""
+        """``note``: why the person is asked again (the machine changed under the last run)."""
         super().__init__()
-        self.pins = pins or {}
-        self.builds = builds or {}
-        self.installed_driver = installed_driver
-        """The driver already on the machine: only then is keeping it a choice."""
         self.note = note
         self.result = result
         self.request = request
         self.recompute = recompute
-        self.torch_versions = torch_versions
+        self.offers = offers
         self.show_rejected = False
+        self.problems: dict[str, str] = {}
+        """Wishes typed in a form they cannot take, and why (the request keeps the last good)."""
+        self.checked: tuple[str, ...] = ()
+        """The wishes shown as checkboxes."""
+
+    def offered(self, wish: Wish) -> tuple[str, ...]:
+        return self.offers(self.request, self.result).get(wish.name, wish.values)
 
     def compose(self) -> ComposeResult:
-        request = self.request
         with Horizontal():
             with VerticalScroll(id="choices", can_focus=False):
-                yield Label("PyTorch")
-                versions = [
-                    ("latest (confirmed)", "latest"),
-                    *((v, v) for v in self.torch_versions),
-                ]
-                yield Select(
-                    versions, value=request.torch or "latest", allow_blank=False, id="torch"
-                )
-                if self.builds:
-                    yield Label("CUDA build")
-                    yield Select(
-                        self.build_options(), value=request.variant or "auto",
-                        allow_blank=False, id="variant",
-                    )  # fmt: skip
-                for name, label, _ in PINS:
-                    if self.pins.get(name):
-                        yield Label(label)
-                        yield Select(
-                            self.pin_options(name), value=getattr(request, name) or "auto",
-                            allow_blank=False, id=f"pin-{name}",
-                        )  # fmt: skip
-                yield Label("Environment")
-                kinds = [("venv (default)", "venv"), ("conda (Miniforge)", "conda")]
-                yield Select(kinds, value=request.env_kind, allow_blank=False, id="env")
+                checks: list[tuple[str, str, bool]] = []
+                for wish in WISHES:
+                    if wish.widget == "check":
+                        checks += self.checkbox(wish)
+                    elif wish.widget == "select" and self.offered(wish):
+                        yield Label(wish.label)
+                        yield self.select(wish)
+                    elif wish.widget == "input":
+                        yield Label(wish.label)
+                        yield Input(str(self.request.value(wish.name)), id=f"wish-{wish.name}",
+                                    select_on_focus=False)  # fmt: skip
+                        yield Label("", id=f"problem-{wish.name}", classes="-problem")
+                self.checked = tuple(name for _, name, _ in checks)
                 yield Label("Also install")
-                selected = [(label, key, bool(getattr(request, key))) for key, label in EXTRAS]
-                if self.installed_driver:
-                    keep = f"Keep driver {self.installed_driver}"
-                    selected.insert(0, (keep, "keep_driver", request.keep_driver))
-                yield SelectionList[str](*selected, id="extras")
+                yield SelectionList[str](*checks, id="extras")
             with VerticalScroll(id="result"):
                 if self.note:
                     yield Static(Text(self.note, style="bold yellow"), id="note")
@@ -220,12 +200,26 @@ class RecommendView(StageView):
                 yield Static(self.tried_text(), id="builds")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
 
+    def select(self, wish: Wish) -> Select[str]:
+        value = self.request.value(wish.name)
+        return Select(
+            self.options_of(wish), value=AUTO if value is None else str(value),
+            allow_blank=False, id=f"wish-{wish.name}",
+        )  # fmt: skip
+
+    def checkbox(self, wish: Wish) -> list[tuple[str, str, bool]]:
+        offered = self.offers(self.request, self.result).get(wish.name)
+        if offered == ():
+            return []
+        label = f"{wish.label} {offered[0]}" if offered else wish.label
+        return [(label, wish.name, bool(self.request.value(wish.name)))]
+
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """The focused choice's label is marked (▸) and coloured: focus is always visible."""
         box = self.query_one("#choices", VerticalScroll)
         label: Label | None = None
         for child in box.children:
-            if isinstance(child, Label):
+            if isinstance(child, Label) and not child.has_class("-problem"):
                 label = child
                 name = str(child.content).removeprefix("▸ ")
                 child.update(name)
@@ -234,112 +228,92 @@ class RecommendView(StageView):
                 label.update(f"▸ {label.content}")
                 label.add_class("-focused")
 
-    # ---------------------------------------------------------------- CUDA builds
-    def torch_release(self) -> str | None:
-        """The release the builds belong to: the one chosen, else the one recommended."""
-        if self.request.torch in self.builds:
-            return self.request.torch
-        if isinstance(self.result, Recommendation):
-            return self.result.torch.version
-        return self.request.torch
-
-    def tried_builds(self) -> list[tuple[str, Result]]:
-        """Each CUDA build of the release, as the engine judges it on this machine."""
-        release = self.torch_release()
-        if release is None:
+    # ------------------------------------------------------------- each value, as it fares
+    def tried(self, wish: Wish) -> list[tuple[str, Result]]:
+        """Each value the host offers for a tried wish, as the engine judges it here, the other
+        wishes as chosen (and those it ``holds`` at what the recommendation resolved)."""
+        if not wish.tried:
             return []
-        pinned = replace(self.request, torch=self.request.torch or release)
+        base = self.request
+        if isinstance(self.result, Recommendation):
+            resolved = self.result.resolved(base)
+            for held in wish.holds:
+                if base.value(held) is None:
+                    base = base.changed(held, resolved.value(held))
         return [
-            (variant, self.recompute(replace(pinned, variant=variant)))
-            for variant in self.builds.get(release, ())
+            (value, self.recompute(base.changed(wish.name, value))) for value in self.offered(wish)
         ]
 
-    def build_options(self) -> list[tuple[str, str]]:
-        """The builds that work here, to choose from; the others are only explained."""
-        working = [v for v, r in self.tried_builds() if isinstance(r, Recommendation)]
-        return [("recommended", "auto"), *((v, v) for v in working)]
-
-    # ------------------------------------------- driver branch, kernel modules, Python
-    def tried_pin(self, name: str) -> list[tuple[str, Result]]:
-        """Each value this host offers for a pin, as the engine judges it with the other choices."""
-        return [
-            (value, self.recompute(self.request.with_pin(name, value)))
-            for value in self.pins.get(name, ())
-        ]
-
-    def pin_options(self, name: str) -> list[tuple[str, str]]:
-        """The values that work here, to choose from; the others are only explained."""
-        shown = next(form for field, _, form in PINS if field == name)
-        working = [v for v, r in self.tried_pin(name) if isinstance(r, Recommendation)]
-        return [("recommended", "auto"), *((shown.format(v), v) for v in working)]
+    def options_of(self, wish: Wish) -> list[tuple[str, str]]:
+        """The values to choose from: every one offered, or (a tried wish) those that work here;
+        the others are only explained."""
+        if wish.tried:
+            values = [v for v, r in self.tried(wish) if isinstance(r, Recommendation)]
+        else:
+            values = list(self.offered(wish))
+        default = SetupRequest().value(wish.name)
+        auto = [(wish.auto, AUTO)] if default is None else []
+        return [*auto, *((_shown(wish, v, default), v) for v in values)]
 
     def tried_text(self) -> Group:
-        """Every value of every choice: fits, or why it is not offered."""
-        parts = [builds_text(self.tried_builds())]
-        for name, label, form in PINS:
-            tried = [(form.format(v), r) for v, r in self.tried_pin(name)]
-            parts.append(builds_text(tried, label))
+        """Every value of every tried wish: fits, or why it is not offered."""
+        parts = []
+        for wish in WISHES:
+            if wish.tried and wish.widget == "select" and self.offered(wish):
+                tried = [(wish.shown_as.format(v), r) for v, r in self.tried(wish)]
+                parts.append(builds_text(tried, wish.label))
         return Group(*parts)
 
+    # ------------------------------------------------------------------------ changes
     @on(Select.Changed)
     def change_choice(self, event: Select.Changed) -> None:
-        """One handler for every choice: the request changes, then the others are judged again."""
-        select = event.select.id or ""
+        """One handler for every select: the request changes, then the others are judged again."""
+        name = (event.select.id or "").removeprefix("wish-")
         value = str(event.value)
-        match select:
-            case "torch":
-                self.request = replace(self.request, torch=None if value == "latest" else value)
-            case "variant":
-                self.request = replace(self.request, variant=None if value == "auto" else value)
-            case "env":
-                kind: EnvKind = "conda" if value == "conda" else "venv"
-                self.request = replace(self.request, env_kind=kind)
-            case _ if select.startswith("pin-"):
-                name = select.removeprefix("pin-")
-                self.request = self.request.with_pin(name, None if value == "auto" else value)
-            case _:
-                return
+        self.request = self.request.changed(name, None if value == AUTO else value)
+        self.refresh_choices()
+        self.refresh_result()
+
+    @on(Input.Changed)
+    def change_text(self, event: Input.Changed) -> None:
+        """A typed wish counts once its form is right; until then it says why, under the field."""
+        name = (event.input.id or "").removeprefix("wish-")
+        why = form_problem(wish_named(name), event.value)
+        self.query_one(f"#problem-{name}", Label).update(f"✗ {why}" if why else "")
+        if why:
+            self.problems[name] = why
+            return
+        self.problems.pop(name, None)
+        self.request = self.request.changed(name, event.value)
+        self.refresh_result()
+
+    @on(SelectionList.SelectedChanged, "#extras")
+    def change_extras(self, event: SelectionList.SelectedChanged[str]) -> None:
+        chosen = set(event.selection_list.selected)
+        for name in self.checked:
+            self.request = self.request.changed(name, name in chosen)
         self.refresh_choices()
         self.refresh_result()
 
     def refresh_choices(self) -> None:
-        """Each choice's list again: a value that stopped working is dropped (back to auto)."""
-        selects = [("variant", "variant", self.build_options)] if self.builds else []
-        selects += [
-            (f"pin-{name}", name, partial(self.pin_options, name))
-            for name, _, _ in PINS
-            if self.pins.get(name)
-        ]
-        for widget, field, options_of in selects:
-            select = self.query_one(f"#{widget}", Select)
-            options = options_of()
-            if getattr(self.request, field) not in {value for _, value in options}:
-                self.request = self.request.with_pin(field, None)
+        """Each tried wish's list again: a value that stopped working is dropped (back to auto)."""
+        for wish in WISHES:
+            if not (wish.tried and wish.widget == "select" and self.offered(wish)):
+                continue
+            select = self.query_one(f"#wish-{wish.name}", Select)
+            options = self.options_of(wish)
+            if self.request.value(wish.name) not in {value for _, value in options}:
+                self.request = self.request.changed(wish.name, None)
+            value = self.request.value(wish.name)
             with select.prevent(Select.Changed):
                 select.set_options(options)
-                select.value = getattr(self.request, field) or "auto"
+                select.value = AUTO if value is None else str(value)
 
     def refresh_result(self) -> None:
         self.result = self.recompute(self.request)
         self.query_one("#result-text", Static).update(result_text(self.result))
         self.query_one("#builds", Static).update(self.tried_text())
         self.query_one("#rejected", Static).update(rejected_text(self.result, self.show_rejected))
-
-    @on(SelectionList.SelectedChanged, "#extras")
-    def change_extras(self, event: SelectionList.SelectedChanged[str]) -> None:
-        chosen = set(event.selection_list.selected)
-        self.request = replace(
-            self.request,
-            needs_nvcc="needs_nvcc" in chosen,
-            cudnn="cudnn" in chosen,
-            docker="docker" in chosen,
-            dcgm="dcgm" in chosen,
-            nccl="nccl" in chosen,
-            hold_driver="hold_driver" in chosen,
-            keep_driver="keep_driver" in chosen,
-        )
-        self.refresh_choices()
-        self.refresh_result()
 
     def action_toggle_rejected(self) -> None:
         self.show_rejected = not self.show_rejected
@@ -351,7 +325,10 @@ class RecommendView(StageView):
             )
 
     def action_proceed(self) -> None:
-        if isinstance(self.result, Recommendation):
+        if self.problems:
+            name, why = next(iter(self.problems.items()))
+            self.notify(f"{wish_named(name).label}: {why}", severity="warning")
+        elif isinstance(self.result, Recommendation):
             self.answer(Decided(self.request))
         else:
             self.notify("This combination does not fit; change a choice first.", severity="warning")

@@ -126,9 +126,9 @@ def _install_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
     steps.append(InstallNvidiaDriver(s.family, s.driver))
     if facts.hardware.nvswitches:
         steps.append(InstallFabricManager(s.family, s.driver.branch))
-    if s.extras.persistence:
+    if s.request.persistence:
         steps.append(EnablePersistence())
-    if s.extras.hold_driver and s.family == "debian":
+    if s.request.hold_driver and s.family == "debian":
         steps.append(HoldNvidiaPackages(s.driver.packages))
     return steps
 
@@ -151,14 +151,14 @@ def _load_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
 
 def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
     steps: list[Step] = []
-    extras = s.extras
-    needs_repo = bool(extras.cuda_toolkit or extras.cudnn or extras.dcgm)
+    wants = s.request
+    needs_repo = bool(wants.needs_nvcc or wants.cudnn or wants.dcgm)
     if needs_repo and s.driver.source not in ("cuda-repo-apt", "cuda-repo-dnf"):
         steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
     cuda_major = s.torch.variant[2:-1]
-    if extras.cuda_toolkit:
-        steps.append(InstallCudaToolkit(s.family, extras.cuda_toolkit))
-    if extras.cudnn:
+    if s.cuda_toolkit:
+        steps.append(InstallCudaToolkit(s.family, s.cuda_toolkit))
+    if wants.cudnn:
         steps.append(InstallCudnn(s.family, cuda_major))
     if s.env.python_source != "system" and s.env.kind == "venv":
         steps.append(InstallPython(s.family, s.env, s.arch))
@@ -168,11 +168,11 @@ def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
         InstallTorch(s.env, s.torch, s.arch),
         VerifyTorch(s.env, s.torch, gpu_count),
     ]
-    if extras.docker:
+    if wants.docker:
         steps += [InstallDocker(s.family), InstallContainerToolkit(s.family)]
-    if extras.dcgm:
-        steps.append(InstallDcgm(s.family, cuda_major, with_exporter=extras.docker))
-    if extras.nccl:
+    if wants.dcgm:
+        steps.append(InstallDcgm(s.family, cuda_major, with_exporter=wants.docker))
+    if wants.nccl:
         steps.append(ConfigureNccl())
     return steps
 

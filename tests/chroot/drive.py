@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.machine.detect import detect_host
-from gpuwizard.recommend.planner import Options
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.control import prepare_run
 from gpuwizard.runner.executor import Tools
@@ -26,7 +25,6 @@ from tests.chroot.host import chroot_host
 from tests.chroot.machine import ChrootMachine
 from tests.chroot.roots import REPO
 from tests.chroot.shim import MACHINE_ENV
-from tests.requests import request_of
 
 REBOOT_EXIT = 10
 
@@ -42,12 +40,9 @@ class Planned:
     facts: HostFacts
 
 
-def plan_on(
-    machine: ChrootMachine, choices: Choices | None = None, options: Options | None = None
-) -> Planned:
+def plan_on(machine: ChrootMachine, request: SetupRequest | None = None) -> Planned:
     facts = facts_of(machine)
-    request = request_of(choices, options)
-    plan, selection = make_plan(load_table(), facts, request)
+    plan, selection = make_plan(load_table(), facts, request or SetupRequest())
     return Planned(plan, selection, facts)
 
 

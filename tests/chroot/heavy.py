@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.core.plan import APT_ENV
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.journal import Journal
 from gpuwizard.runner.layout import EVENTS, JOURNAL, load_planned_facts
 from tests.chroot import torch_standin
@@ -41,7 +41,7 @@ from tests.chroot.roots import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
-CHOICES = Choices(variant="cu126")
+CHOICES = SetupRequest(variant="cu126")
 """The build Debian's own R535 runs: the plan installs Debian's driver, no third-party repo."""
 HEADERS_COMMON = re.compile(r"^linux-headers-[\d.]+-\d+-common$")
 ENV = "/opt/gpuwizard/envs/pytorch"

@@ -17,9 +17,8 @@ import pytest
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.ops import AptInstall
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.debian_native import load_drivers
-from gpuwizard.recommend.planner import Options
-from gpuwizard.recommend.result import Choices
 from tests.chroot import roots
 from tests.chroot.archive import ENV, ArchiveView, LineCheck, check_plan
 from tests.chroot.conftest import T4, MachineFactory, not_checked, timed
@@ -29,18 +28,18 @@ from tests.conftest import facts_of as recorded_facts
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-ALL_OPTIONS = Options(
-    needs_nvcc=True, cudnn=True, docker=True, dcgm=True, nccl=True, hold_driver=True
-)
+EVERY_PART = {
+    "needs_nvcc": True, "cudnn": True, "docker": True, "dcgm": True, "nccl": True,
+    "hold_driver": True,
+}  # fmt: skip
 VARIANTS = [
-    pytest.param(Choices(), Options(), id="NVIDIA's repository"),
-    pytest.param(Choices(), ALL_OPTIONS, id="NVIDIA's repository, every option"),
-    pytest.param(Choices(variant="cu126"), Options(), id="Debian's own driver"),
-    pytest.param(Choices(variant="cu126"), ALL_OPTIONS, id="Debian's own driver, every option"),
-    pytest.param(Choices(driver_branch="535"), Options(), id="R535 pinned: Debian's own driver"),
+    pytest.param(SetupRequest(), id="NVIDIA's repository"),
+    pytest.param(SetupRequest(**EVERY_PART), id="NVIDIA's repository, every option"),
+    pytest.param(SetupRequest(variant="cu126"), id="Debian's own driver"),
+    pytest.param(SetupRequest(variant="cu126", **EVERY_PART), id="Debian's own driver, every option"),
+    pytest.param(SetupRequest(driver_branch="535"), id="R535 pinned: Debian's own driver"),
     pytest.param(
-        Choices(driver_branch="580", driver_flavour="proprietary", python="3.11"),
-        Options(),
+        SetupRequest(driver_branch="580", driver_flavour="proprietary", python="3.11"),
         id="R580 proprietary and Python 3.11 pinned",
     ),
 ]
@@ -74,14 +73,13 @@ def fresh_sources(machine: ChrootMachine, plan: Plan | None = None) -> None:
         machine.run(["apt-get", "-q", "update"], env=ENV, check=True)
 
 
-def plan_for(facts_from: str, machine: ChrootMachine, choices: Choices, options: Options) -> Plan:
+def plan_for(facts_from: str, machine: ChrootMachine, request: SetupRequest) -> Plan:
     from gpuwizard.recommend.table import load_table
     from gpuwizard.setup.plan import make_plan
-    from tests.requests import request_of
 
     del machine
     facts = recorded_facts(T4) if facts_from == "recorded" else REAL_FACTS["facts"]
-    return make_plan(load_table(), facts, request_of(choices, options))[0]
+    return make_plan(load_table(), facts, request)[0]
 
 
 def assert_resolves(checks: list[LineCheck]) -> None:
@@ -97,14 +95,14 @@ def report(checks: list[LineCheck]) -> None:
 
 
 @pytest.mark.parametrize("facts_from", ["recorded", "real root"])
-@pytest.mark.parametrize(("choices", "options"), VARIANTS)
-def test_every_planned_package_is_in_the_archive(archive, facts_from, choices, options):
-    plan = plan_for(facts_from, archive, choices, options)
+@pytest.mark.parametrize("request_", VARIANTS)
+def test_every_planned_package_is_in_the_archive(archive, facts_from, request_):
+    plan = plan_for(facts_from, archive, request_)
     fresh_sources(archive, plan)
-    build = choices.variant or (
-        f"R{choices.driver_branch} pinned" if choices.driver_branch else "default build"
+    build = request_.variant or (
+        f"R{request_.driver_branch} pinned" if request_.driver_branch else "default build"
     )
-    label = f"{facts_from} facts, {build}, {'every option' if options.docker else 'defaults'}"
+    label = f"{facts_from} facts, {build}, {'every option' if request_.docker else 'defaults'}"
     with timed(f"archive: every install line resolved ({label})"):
         checks = list(check_plan(archive, plan, SEEN))
     report(checks)
@@ -115,7 +113,7 @@ def test_every_planned_package_is_in_the_archive(archive, facts_from, choices, o
 
 def test_a_planned_package_that_does_not_exist_fails_the_tier(archive):
     fresh_sources(archive)
-    plan = plan_for("recorded", archive, Choices(variant="cu126"), Options())
+    plan = plan_for("recorded", archive, SetupRequest(variant="cu126"))
     bogus = "nvidia-kernel-dkms-that-does-not-exist"
 
     def rename(step):
@@ -141,7 +139,7 @@ def test_debian_12_driver_row_is_what_the_archive_has(archive):
     fresh_sources(archive)
     row = load_drivers().release("12")
     assert row is not None and not row.open
-    plan = plan_for("recorded", archive, Choices(variant="cu126"), Options())
+    plan = plan_for("recorded", archive, SetupRequest(variant="cu126"))
     checks = list(check_plan(archive, plan))  # runs the plan's own enable-debian-nonfree
     assert_resolves(checks)
     policy = archive.run(["apt-cache", "policy", "nvidia-kernel-dkms"], env=ENV).stdout

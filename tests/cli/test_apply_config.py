@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.answers import render_answers
-from gpuwizard.recommend.planner import Options
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 
@@ -17,7 +17,7 @@ from tests.export.conftest import source_for
 def answers(tmp_path: Path) -> Path:
     """Answers made on an 8x H100 Ubuntu 22.04 server, with a conda environment and DCGM."""
     path = tmp_path / "answers.yaml"
-    options = Options(env_kind="conda", env_name="train", dcgm=True)
+    options = SetupRequest(env_kind="conda", env_name="train", dcgm=True)
     path.write_text(render_answers(source_for("h100x8-ubuntu2204-fresh", options)))
     return path
 

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.answers import load_answers, render_answers
-from gpuwizard.recommend.planner import Options
-from gpuwizard.setup.request import from_answers
 from tests.cli.helpers import gpuwizard
 from tests.export.conftest import source_for
 
@@ -52,7 +51,7 @@ def test_one_format_without_a_folder_goes_to_stdout(tmp_path: Path) -> None:
     done = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers")
     assert done.returncode == 0, done.stderr
     answers = load_answers(done.stdout)
-    assert from_answers(answers).engine_choices == source_for(H100).choices
+    assert answers.request == source_for(H100).replayed
     assert answers.plan == source_for(H100).plan.summary
     assert not any(tmp_path.glob("gpuwizard-export*")), "nothing written"
 
@@ -66,7 +65,7 @@ def test_two_formats_without_a_folder_go_to_the_default_folder(tmp_path: Path) -
 
 def test_an_answers_file_is_planned_for_this_machine_and_exported(tmp_path: Path) -> None:
     config = tmp_path / "answers.yaml"
-    options = Options(env_kind="conda", env_name="train", dcgm=True)
+    options = SetupRequest(env_kind="conda", env_name="train", dcgm=True)
     config.write_text(render_answers(source_for(H100, options)))
     done = gpuwizard(tmp_path, "--simulate", H100, "export", "--config", str(config), "--format", "ansible")  # fmt: skip
     assert done.returncode == 0, done.stderr

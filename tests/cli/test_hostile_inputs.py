@@ -20,6 +20,7 @@ import yaml
 
 from gpuwizard.export.answers import render_answers
 from tests.export.conftest import source_for
+from tests.export.test_answers import SCHEMA_2
 
 pytestmark = pytest.mark.timeout(60)
 ADDRESS_SPACE = 2 << 30
@@ -153,9 +154,11 @@ def test_a_device_as_facts_or_answers_is_refused(tmp_path: Path, device: str) ->
 # ------------------------------------------------------------------ answers files
 
 
-def answers_text(**changes: object) -> str:
-    """A real answers file (of the simulated H100 server), with top-level sections changed."""
-    data = yaml.safe_load(render_answers(source_for(H100)))
+def answers_text(older: bool = False, **changes: object) -> str:
+    """A real answers file (of the simulated H100 server; ``older``: as schema 2 wrote it), with
+    top-level sections changed."""
+    text = SCHEMA_2.read_text(encoding="utf-8") if older else render_answers(source_for(H100))
+    data = yaml.safe_load(text)
     for dotted, value in changes.items():
         *path, last = dotted.split("__")
         node = data
@@ -171,50 +174,50 @@ ANSWERS = {
     "a number": ("42\n", "expected a mapping of answers"),
     "newer schema": (
         answers_text(schema=9, gpuwizard="9.1.0"),
-        "schema 9 was written by gpuwizard 9.1.0; this is gpuwizard 0.1.0 (schema 2): upgrade",
+        "schema 9 was written by gpuwizard 9.1.0; this is gpuwizard 0.1.0 (schema 3): upgrade",
     ),
     "schema 1, nvcc wished twice, differently": (
-        answers_text(schema=1, choices__needs_nvcc=True),
+        answers_text(older=True, schema=1, choices__needs_nvcc=True),
         "choices.needs_nvcc (true) and options.needs_nvcc (false) disagree: keep the one you mean",
     ),
     "schema as text": (answers_text(schema="1"), "schema: expected a whole number"),
     "schema as bool": (answers_text(schema=True), "schema: expected a whole number"),
     "unknown key": (answers_text(colour="blue"), "colour"),
-    "missing key": ("schema: 1\ngpuwizard: '0.1.0'\n", "made_on"),
-    "version as number": (answers_text(choices__torch=2.1), "quote it"),
+    "missing key": ("schema: 3\ngpuwizard: '0.1.0'\n", "made_on"),
+    "version as number": (answers_text(request__torch=2.1), "quote it"),
     "alias": (
         "schema: 1\nx: &a [1]\ny: *a\n",
         "YAML anchors (&name) are not allowed in an answers file",
     ),
     "nested too deeply": ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
     "unknown torch": (
-        answers_text(choices__torch="2.99.0"),
-        "choices.torch '2.99.0': no such PyTorch release in gpuwizard's table",
+        answers_text(request__torch="2.99.0"),
+        "request.torch '2.99.0': no such PyTorch release in gpuwizard's table",
     ),
     "unknown build": (
-        answers_text(choices__variant="cu999"),
-        "choices.variant 'cu999': no PyTorch release has that CUDA build",
+        answers_text(request__variant="cu999"),
+        "request.variant 'cu999': no PyTorch release has that CUDA build",
     ),
     "build the release never had": (
-        answers_text(choices__torch="2.5.1", choices__variant="cu130"),
-        "choices.variant 'cu130': torch 2.5.1 was never built for CUDA 13.0 (choices.torch 2.5.1 has cu118, cu121, cu124)",
+        answers_text(request__torch="2.5.1", request__variant="cu130"),
+        "request.variant 'cu130': torch 2.5.1 was never built for CUDA 13.0 (request.torch 2.5.1 has cu118, cu121, cu124)",
     ),
     "unknown driver branch": (
-        answers_text(choices__driver_branch="999"),
-        "choices.driver_branch 999: R999 is not in gpuwizard's table",
+        answers_text(request__driver_branch="999"),
+        "request.driver_branch 999: R999 is not in gpuwizard's table",
     ),
-    "branch as number": (answers_text(choices__driver_branch=580), "choices.driver_branch"),
+    "branch as number": (answers_text(request__driver_branch=580), "request.driver_branch"),
     "unknown kernel modules": (
-        answers_text(choices__driver_flavour="closed"),
-        "choices.driver_flavour",
+        answers_text(request__driver_flavour="closed"),
+        "request.driver_flavour",
     ),
     "a Python the pinned release never had": (
-        answers_text(choices__torch="2.15.0", choices__python="3.10"),
-        "choices.python 3.10: torch 2.15.0 never shipped wheels for it",
+        answers_text(request__torch="2.15.0", request__python="3.10"),
+        "request.python 3.10: torch 2.15.0 never shipped wheels for it",
     ),
-    "env name with ..": (answers_text(options__env_name=".."), "options.env_name"),
-    "env name with a slash": (answers_text(options__env_name="a/b"), "options.env_name"),
-    "env name with a newline": (answers_text(options__env_name="a\nb"), "options.env_name"),
+    "env name with ..": (answers_text(request__env_name=".."), "request.env_name"),
+    "env name with a slash": (answers_text(request__env_name="a/b"), "request.env_name"),
+    "env name with a newline": (answers_text(request__env_name="a\nb"), "request.env_name"),
 }
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.source import ExportSource
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from tests.conftest import facts_of
@@ -37,7 +38,6 @@ NO_GPU = ("nogpu-ubuntu2204",)
 """Recorded hosts with nothing to export."""
 
 
-DEFAULT_OPTIONS, NO_PINS = Options(), Choices()
 GOLDEN = Path(__file__).with_name("golden")
 
 
@@ -54,19 +54,18 @@ def check_golden(case: str, name: str, actual: str) -> None:
 
 
 @functools.cache
-def source_for(
-    profile: str, options: Options = DEFAULT_OPTIONS, choices: Choices = NO_PINS
-) -> ExportSource:
-    """The plan the wizard makes on this profile with these options, as an export source."""
+def source_for(profile: str, request: SetupRequest | None = None) -> ExportSource:
+    """The plan the wizard makes on this profile for this request, as an export source."""
+    request = request or SetupRequest()
     facts = facts_of(profile)
     table = load_table()
-    recommendation = recommend(table, target_from_facts(facts, table), choices)
+    recommendation = recommend(table, target_from_facts(facts, table), request)
     assert isinstance(recommendation, Recommendation), f"{profile}: {recommendation}"
-    selection, plan = plan_for(facts, recommendation, options, table)
+    selection, plan = plan_for(facts, recommendation, request, table)
     return ExportSource(plan, selection, facts, version="0.1.0")
 
 
-ALL_OPTIONS = Options(
+ALL_OPTIONS = SetupRequest(
     docker=True, needs_nvcc=True, cudnn=True, dcgm=True, nccl=True, hold_driver=True
 )
 """Every optional step chosen."""
@@ -78,9 +77,9 @@ def mok_source() -> ExportSource:
     facts = facts_of("t4-debian12-fresh")
     facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
     table = load_table()
-    recommendation = recommend(table, target_from_facts(facts, table), Choices())
+    recommendation = recommend(table, target_from_facts(facts, table), SetupRequest())
     assert isinstance(recommendation, Recommendation)
-    selection, plan = plan_for(facts, recommendation, Options(), table)
+    selection, plan = plan_for(facts, recommendation, SetupRequest(), table)
     return ExportSource(plan, selection, facts, version="0.1.0")
 
 

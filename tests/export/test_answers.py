@@ -10,15 +10,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.request import WISHES, SetupRequest
 from gpuwizard.export import answers as answers_module
 from gpuwizard.export.answers import Answers, AnswersError, load_answers, misfits, render_answers
-from gpuwizard.recommend.planner import Options
-from gpuwizard.recommend.result import Choices
-from gpuwizard.setup.request import from_answers
 from tests.conftest import facts_of
 from tests.export.conftest import PROFILES, check_golden, source_for
 
 GOLDEN = Path(__file__).with_name("golden")
+SCHEMA_2 = Path(__file__).with_name("older") / "answers-schema2.yaml"
+"""h100x8-ubuntu2204-fresh's answers.yaml as gpuwizard wrote it with schema 2 (choices and
+options side by side)."""
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -27,21 +28,21 @@ def test_answers_match_their_golden_file(profile: str) -> None:
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_answers_round_trip_to_the_same_choices(profile: str) -> None:
+def test_answers_round_trip_to_the_same_request(profile: str) -> None:
     source = source_for(profile)
     loaded = load_answers(render_answers(source))
-    assert from_answers(loaded).engine_choices == source.choices
-    assert loaded.options == source.options
+    assert loaded.request == source.replayed
     assert loaded.plan == source.plan.summary
     assert loaded.made_on.architecture == source.facts.hardware.gpus[0].model.arch
 
 
-def test_every_option_is_written_out_and_every_version_is_a_quoted_string() -> None:
-    options = Options(env_kind="conda", env_name="train-1", docker=True, dcgm=True, nccl=True, hold_driver=True, needs_nvcc=True, cudnn=True)  # fmt: skip
-    text = render_answers(source_for("h100x8-ubuntu2204-fresh", options, Choices(needs_nvcc=True)))
+def test_every_wish_is_written_out_and_every_version_is_a_quoted_string() -> None:
+    request = SetupRequest(env_kind="conda", env_name="train-1", docker=True, dcgm=True, nccl=True, hold_driver=True, needs_nvcc=True, cudnn=True)  # fmt: skip
+    text = render_answers(source_for("h100x8-ubuntu2204-fresh", request))
     data = yaml.safe_load(text)
-    assert set(data["options"]) == set(Options.__dataclass_fields__)
-    assert data["options"]["env_kind"] == "conda" and data["options"]["docker"] is True
+    left_to_gpuwizard = {"driver_branch", "driver_flavour", "python"}
+    assert set(data["request"]) == {w.name for w in WISHES} - left_to_gpuwizard
+    assert data["request"]["env_kind"] == "conda" and data["request"]["docker"] is True
     assert '  torch: "2.14.1"' in text and '  variant: "cu130"' in text
     assert text.startswith("# gpuwizard answers")
 
@@ -50,19 +51,20 @@ def test_every_option_is_written_out_and_every_version_is_a_quoted_string() -> N
     ("edit", "message"),
     [
         (lambda t: "- 1\n", "expected a mapping of answers"),
-        (lambda t: t.replace("schema: 2", "schema: 9"), "schema 9 was written by gpuwizard 0.1.0; this is gpuwizard 0.1.0 (schema 2): upgrade"),
-        (lambda t: t.replace("schema: 2", 'schema: "2"'), "schema: expected a whole number"),
-        (lambda t: t.replace("keep_driver: false", "keep_driver: false\n  needs_nvcc: true"), "choices.needs_nvcc: unknown field"),
-        (lambda t: t.replace('"2.14.1"', "2.141"), "choices.torch: expected a string, got the number 2.141 (quote it"),
-        (lambda t: t.replace('"2.14.1"', '"2.14.x"'), "choices.torch '2.14.x': expected a version like 2.14.1"),
-        (lambda t: t.replace('"cu130"', '"rocm6.2"'), "choices.variant 'rocm6.2': expected a CUDA build name like cu126"),
-        (lambda t: t.replace('env_kind: "venv"', 'env_kind: "nix"'), "options.env_kind: expected one of 'venv', 'conda', got 'nix'"),
-        (lambda t: t.replace('env_name: "pytorch"', 'env_name: "x; rm -rf /"'), "options.env_name: environment name 'x; rm -rf /'"),
-        (lambda t: t.replace("  torch:", "  pytorch:"), "choices.pytorch: unknown field"),
-        (lambda t: t.replace("keep_driver: false", 'keep_driver: "no"'), "choices.keep_driver: expected true or false"),
+        (lambda t: t.replace("schema: 3", "schema: 9"), "schema 9 was written by gpuwizard 0.1.0; this is gpuwizard 0.1.0 (schema 3): upgrade"),
+        (lambda t: t.replace("schema: 3", 'schema: "3"'), "schema: expected a whole number"),
+        (lambda t: t.replace("keep_driver: false", "keep_driver: false\n  nvcc: true"), "request.nvcc: unknown field"),
+        (lambda t: t.replace('"2.14.1"', "2.141"), "request.torch: expected a string, got the number 2.141 (quote it"),
+        (lambda t: t.replace('"2.14.1"', '"2.14.x"'), "request.torch '2.14.x': expected a version like 2.14.1"),
+        (lambda t: t.replace('"cu130"', '"rocm6.2"'), "request.variant 'rocm6.2': expected a CUDA build name like cu126"),
+        (lambda t: t.replace('env_kind: "venv"', 'env_kind: "nix"'), "request.env_kind: expected one of 'venv', 'conda', got 'nix'"),
+        (lambda t: t.replace('env_name: "pytorch"', 'env_name: "x; rm -rf /"'), "request.env_name 'x; rm -rf /': use letters, digits"),
+        (lambda t: t.replace("  torch:", "  pytorch:"), "request.pytorch: unknown field"),
+        (lambda t: t.replace("keep_driver: false", 'keep_driver: "no"'), "request.keep_driver: expected true or false"),
+        (lambda t: re.sub(r"request:\n(  .*\n)+", "", t), "request: missing"),
         (lambda t: t + "extra: &a [1]\n", "YAML anchors (&name) are not allowed"),
         (lambda t: "a: [1]\nb: *x\n", "YAML aliases (*name) are not allowed"),
-        (lambda t: t + "options: [\n", "not valid YAML at line"),
+        (lambda t: t + "request: [\n", "not valid YAML at line"),
         (lambda t: "!!python/object/apply:os.system ['true']\n", "not valid YAML"),
         (lambda t: "x: " + "a" * (1 << 20), "larger than 1 MiB"),
     ],
@@ -75,8 +77,23 @@ def test_a_bad_or_hostile_file_is_one_line_naming_the_field(edit, message: str) 
     assert "\n" not in str(raised.value)
 
 
+def test_a_schema_2_file_loads_as_the_same_answers() -> None:
+    """choices and options side by side (schema 2) are one request (schema 3)."""
+    old = SCHEMA_2.read_text(encoding="utf-8")
+    assert "schema: 2" in old and "choices:" in old and "options:" in old
+    assert load_answers(old) == load_answers(render_answers(source_for("h100x8-ubuntu2204-fresh")))
+
+
+@pytest.mark.parametrize("missing", ["choices", "options"])
+def test_a_schema_2_file_without_its_choices_or_options_is_refused(missing: str) -> None:
+    old = SCHEMA_2.read_text(encoding="utf-8").replace(f"{missing}:", "elsewhere:")
+    with pytest.raises(AnswersError, match=f"^{missing}: missing$"):
+        load_answers(old)
+
+
 def schema_1(text: str, in_choices: bool, in_options: bool) -> str:
-    """A schema 1 file as gpuwizard 0.1.0 wrote it: the nvcc wish in choices and in options."""
+    """A schema 1 file as gpuwizard 0.1.0 wrote it (from a schema 2 one): the nvcc wish in
+    choices and in options."""
     old = text.replace("schema: 2", "schema: 1")
     old = old.replace(
         "keep_driver: false", f"keep_driver: false\n  needs_nvcc: {str(in_choices).lower()}"
@@ -87,22 +104,24 @@ def schema_1(text: str, in_choices: bool, in_options: bool) -> str:
 
 
 @pytest.mark.parametrize("nvcc", [False, True])
-def test_a_schema_1_file_that_says_nvcc_twice_the_same_way_loads_as_schema_2(nvcc: bool) -> None:
-    options = Options(needs_nvcc=nvcc)
-    text = render_answers(source_for("h100x8-ubuntu2204-fresh", options, Choices(needs_nvcc=nvcc)))
+def test_a_schema_1_file_that_says_nvcc_twice_the_same_way_loads_as_the_one_wish(
+    nvcc: bool,
+) -> None:
+    text = SCHEMA_2.read_text(encoding="utf-8")
+    text = text.replace("needs_nvcc: false", f"needs_nvcc: {str(nvcc).lower()}")
     assert "schema: 2" in text and text.count("needs_nvcc") == 1
     old = schema_1(text, nvcc, nvcc)
     assert old.count("needs_nvcc") == 2 and "schema: 1" in old
     loaded = load_answers(old)
     assert loaded == load_answers(text)
-    assert from_answers(loaded).engine_choices.needs_nvcc is nvcc and loaded.schema == 2
+    assert loaded.request.needs_nvcc is nvcc and loaded.schema == 3
 
 
 @pytest.mark.parametrize(("in_choices", "in_options"), [(True, False), (False, True)])
 def test_a_schema_1_file_whose_two_nvcc_wishes_disagree_is_refused(
     in_choices: bool, in_options: bool
 ) -> None:
-    old = schema_1(render_answers(source_for("h100x8-ubuntu2204-fresh")), in_choices, in_options)
+    old = schema_1(SCHEMA_2.read_text(encoding="utf-8"), in_choices, in_options)
     with pytest.raises(AnswersError) as refused:
         load_answers(old)
     assert str(refused.value) == (
@@ -113,7 +132,7 @@ def test_a_schema_1_file_whose_two_nvcc_wishes_disagree_is_refused(
 
 
 def test_the_migration_chain_runs_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = render_answers(source_for("t4-debian12-fresh"))
+    text = SCHEMA_2.read_text(encoding="utf-8")
 
     def from_zero(data: dict) -> dict:  # type: ignore[type-arg]
         data = dict(data, schema=1)
@@ -127,6 +146,7 @@ def test_the_migration_chain_runs_step_by_step(monkeypatch: pytest.MonkeyPatch) 
     assert load_answers(old) == load_answers(text)
     with pytest.raises(AnswersError, match="schema -1 is too old"):
         load_answers(text.replace("schema: 2", "schema: -1"))
+    assert load_answers(text).schema == 3
 
 
 def test_the_same_kind_of_server_fits() -> None:
@@ -198,7 +218,7 @@ T37_TRAPS = ("no", "on", "12.10", "3.10", "0755", "1e3", "~", "535.104.05", "nul
 def test_t37_yaml_implicit_typing_traps_come_back_as_the_same_strings(trap: str) -> None:
     """reliability.md T37: a value YAML would read as a bool, float, octal or null stays text."""
     source = source_for(
-        "h100x8-ubuntu2204-fresh", Options(env_name=trap if trap[0].isalnum() else "x")
+        "h100x8-ubuntu2204-fresh", SetupRequest(env_name=trap if trap[0].isalnum() else "x")
     )
     text = render_answers(source)
     data = yaml.safe_load(text)
@@ -208,7 +228,7 @@ def test_t37_yaml_implicit_typing_traps_come_back_as_the_same_strings(trap: str)
     loaded = load_answers(dumped)
     assert (loaded.made_on.gpu, loaded.made_on.os_version, loaded.plan) == (trap, trap, (trap,))
     if trap[0].isalnum():
-        assert load_answers(text).options.env_name == trap
+        assert load_answers(text).request.env_name == trap
 
 
 @pytest.mark.parametrize(
@@ -218,7 +238,7 @@ def test_t37_yaml_implicit_typing_traps_come_back_as_the_same_strings(trap: str)
 )  # fmt: skip
 def test_t37_a_version_written_as_a_number_is_refused(unquoted: str, why: str) -> None:
     text = render_answers(source_for("h100x8-ubuntu2204-fresh")).replace('"2.14.1"', unquoted)
-    with pytest.raises(AnswersError, match=rf"^choices\.torch(:| '1e3':) {re.escape(why)}"):
+    with pytest.raises(AnswersError, match=rf"^request\.torch(:| '1e3':) {re.escape(why)}"):
         load_answers(text)
 
 

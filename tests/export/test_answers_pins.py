@@ -9,11 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.answers import load_answers, render_answers
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.setup.plan import PlanningError, make_plan
-from gpuwizard.setup.request import SetupRequest, from_answers
 from tests.conftest import facts_of
 from tests.export.conftest import source_for
 
@@ -31,16 +30,14 @@ def test_answers_without_a_pin_do_not_name_the_new_keys():
     assert "driver_branch" not in text and "driver_flavour" not in text and "python:" not in text
 
 
-@pytest.mark.parametrize("request_", PINNED, ids=lambda r: str(r.engine_choices))
+@pytest.mark.parametrize("request_", PINNED, ids=lambda r: str(r))
 def test_a_pinned_request_round_trips_to_the_same_request_and_plan(request_: SetupRequest):
     facts, table = facts_of(H100), load_table()
     plan, selection = make_plan(table, facts, request_)
     base = source_for(H100)
-    source = dataclasses.replace(
-        base, plan=plan, selection=selection, asked=request_.engine_choices
-    )
+    source = dataclasses.replace(base, plan=plan, selection=selection)
 
-    replayed = from_answers(load_answers(render_answers(source)))
+    replayed = load_answers(render_answers(source)).request
 
     for pin in ("driver_branch", "driver_flavour", "python"):
         if getattr(request_, pin) is not None:
@@ -50,10 +47,10 @@ def test_a_pinned_request_round_trips_to_the_same_request_and_plan(request_: Set
 
 def test_export_source_repeats_only_the_pins_asked():
     source = source_for(H100)
-    assert source.choices.driver_branch is None and source.choices.python is None
-    asked = dataclasses.replace(source, asked=Choices(driver_branch="580"))
-    assert asked.choices.driver_branch == source.selection.driver.branch
-    assert asked.choices.python is None
+    assert source.replayed.driver_branch is None and source.replayed.python is None
+    asked = source_for(H100, SetupRequest(driver_branch="580"))
+    assert asked.replayed.driver_branch == source.selection.driver.branch == "580"
+    assert asked.replayed.python is None
 
 
 PIN_VALUES = {
@@ -73,11 +70,9 @@ def test_any_pins_that_fit_replay_from_answers_to_the_same_pins_and_plan(pins):
     except PlanningError:
         return  # a refusal: the engine tests cover why
     base = source_for(H100)
-    source = dataclasses.replace(
-        base, plan=plan, selection=selection, asked=request_.engine_choices
-    )
+    source = dataclasses.replace(base, plan=plan, selection=selection)
 
-    replayed = from_answers(load_answers(render_answers(source)))
+    replayed = load_answers(render_answers(source)).request
 
     assert {pin: getattr(replayed, pin) for pin in pins} == pins
     assert make_plan(table, facts, replayed)[0].summary == plan.summary

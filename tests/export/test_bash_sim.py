@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.layout import load_planned_facts
 from gpuwizard.setup.plan import make_plan
-from gpuwizard.setup.request import SetupRequest
 from gpuwizard.sim.effects import installed_torch
 from gpuwizard.sim.pathshims import ScriptRun, make_pathshims, run_script, run_until_done
 from gpuwizard.sim.sandbox import Sandbox

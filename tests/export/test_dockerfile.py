@@ -22,19 +22,19 @@ from gpuwizard.core.facts import NvmlOk
 from gpuwizard.core.ops import Command
 from gpuwizard.core.pins import load_pins
 from gpuwizard.core.plan import StepPlan, Target, WriteFile
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.version import Version
 from gpuwizard.export.docker_host import render_docker_host_notes
 from gpuwizard.export.dockerfile import PYTHON_LINK, render_dockerfile, run_command
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import shell_word
-from gpuwizard.recommend.planner import Options
 from gpuwizard.recommend.table import load_table
 from gpuwizard.steps import build_plan
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, source_for, tool
 
 ALL_OPTIONS_CASE = "a100x4-ubuntu2004-fresh-all-options"
 CASES = {
-    **{p: (p, Options()) for p in PROFILES},
+    **{p: (p, SetupRequest()) for p in PROFILES},
     ALL_OPTIONS_CASE: ("a100x4-ubuntu2004-fresh", ALL_OPTIONS),
 }
 """Golden folder -> (profile, options): every built-in profile, and one with every option on."""

@@ -38,11 +38,11 @@ TARGET_REATTACH_S = 1.0
 
 def prepare(home: Path, megabytes: int, profile: str) -> None:
     """A fresh simulated host whose first `apt-get update` floods, and a reviewed plan."""
+    from gpuwizard.core.request import SetupRequest
     from gpuwizard.machine.detect import detect_host
     from gpuwizard.recommend.table import load_table
     from gpuwizard.runner.control import prepare_run
     from gpuwizard.setup.plan import make_plan
-    from gpuwizard.setup.request import SetupRequest
     from gpuwizard.sim.backend import sim_backend
     from gpuwizard.sim.sandbox import place_for
 

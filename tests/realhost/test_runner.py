@@ -20,12 +20,13 @@ import pytest
 
 from gpuwizard.core.paths import STATE_DIR
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.frontends import cli
 from gpuwizard.machine.detect import detect_host, local_host
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.control import launch, prepare_run
 from gpuwizard.runner.lock import read_run_record
@@ -47,9 +48,9 @@ def any_selection() -> Selection:
     from gpuwizard.recommend.table import load_table
 
     table = load_table()
-    result = recommend(table, target_from_facts(facts, table), Choices())
+    result = recommend(table, target_from_facts(facts, table), SetupRequest())
     assert isinstance(result, Recommendation)
-    selection, _ = plan_for(facts, result, Options(), table)
+    selection, _ = plan_for(facts, result, SetupRequest(), table)
     return selection
 
 

@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 import yaml
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.debian_native import load_drivers, parse_drivers
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import CompatTableError
 from gpuwizard.recommend.target import target_from_facts, target_from_spec
 from tests.conftest import facts_of
@@ -18,8 +19,8 @@ from tests.conftest import facts_of
 T4 = "t4-debian12-fresh"
 
 
-def chosen(table, target, choices: Choices | None = None) -> Recommendation:
-    result = recommend(table, target, choices or Choices())
+def chosen(table, target, choices: SetupRequest | None = None) -> Recommendation:
+    result = recommend(table, target, choices or SetupRequest())
     assert isinstance(result, Recommendation), result
     return result
 
@@ -45,7 +46,7 @@ def test_bookworm_s_open_module_is_not_offered_and_says_why(table):
 
 
 def test_where_it_fits_the_build_debian_s_own_driver_is_chosen(table):
-    result = chosen(table, target_from_facts(facts_of(T4), table), Choices(variant="cu126"))
+    result = chosen(table, target_from_facts(facts_of(T4), table), SetupRequest(variant="cu126"))
     d = result.driver
     assert (d.source, d.branch, d.version, d.flavor) == (
         "debian-archive",
@@ -61,7 +62,7 @@ def test_where_it_fits_the_build_debian_s_own_driver_is_chosen(table):
 
 def test_trixie_offers_both_flavours_of_r550(table):
     target = target_from_spec(table, ["T4"], "debian:13")
-    result = chosen(table, target, Choices(variant="cu126"))
+    result = chosen(table, target, SetupRequest(variant="cu126"))
     assert (result.driver.source, result.driver.branch) == ("debian-archive", "550")
     assert "install R550 open from Debian's archive" in reasons_for(result)
     assert not any(r.reason.startswith("not offered") for r in result.rejected)
@@ -79,7 +80,7 @@ def test_a_gpu_debian_s_branch_is_too_old_for_is_told_so(table):
 
 def test_nvswitch_systems_never_get_it(table):
     target = dataclasses.replace(target_from_spec(table, ["H100 SXM5"], "debian:12"), nvswitch=True)
-    result = chosen(table, target, Choices(variant="cu126"))
+    result = chosen(table, target, SetupRequest(variant="cu126"))
     assert result.driver.source == "cuda-repo-apt"
     assert (
         "nvidia-fabricmanager"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.pins import check_choices
-from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.pins import check_request
+from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput, target_from_facts
 from tests.conftest import facts_of
@@ -22,7 +23,7 @@ WSL = "wsl2-ubuntu2204-rtx4090"
 
 
 def on(profile: str, **pins: object) -> Recommendation | Refusal:
-    return recommend(TABLE, target_from_facts(facts_of(profile), TABLE), Choices(**pins))  # type: ignore[arg-type]
+    return recommend(TABLE, target_from_facts(facts_of(profile), TABLE), SetupRequest(**pins))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -121,4 +122,4 @@ def test_a_python_the_os_does_not_package_is_refused():
 )
 def test_a_pin_the_table_never_offers_is_bad_input(pins, says):
     with pytest.raises(BadInput, match=says):
-        check_choices(TABLE, Choices(**pins))
+        check_request(TABLE, SetupRequest(**pins))

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwizard.core import gpus
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.recommend.rules import Candidate, failures
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import Target
@@ -93,7 +94,7 @@ def test_mixed_hosts_and_pins_always_get_an_answer_with_reasons(picks, system, d
 
     base = target(picks, *system)
     t = Target(**{**base.__dict__, "driver": ExistingDriver(driver, None) if driver else None})
-    result = recommend(TABLE, t, Choices(torch=torch, keep_driver=keep and driver is not None))
+    result = recommend(TABLE, t, SetupRequest(torch=torch, keep_driver=keep and driver is not None))
     check(result, t)
 
 
@@ -128,7 +129,7 @@ def host(models, system, arch="x86_64", python=None, driver=None) -> Target:
     )
 
 
-def holds(t: Target, choices: Choices) -> Recommendation | Refusal:
+def holds(t: Target, choices: SetupRequest) -> Recommendation | Refusal:
     result = recommend(TABLE, t, choices)
     if isinstance(result, Recommendation):
         assert_recommendation_holds(t, choices, result)
@@ -137,7 +138,7 @@ def holds(t: Target, choices: Choices) -> Recommendation | Refusal:
     return result
 
 
-def assert_recommendation_holds(t: Target, choices: Choices, result: Recommendation) -> None:
+def assert_recommendation_holds(t: Target, choices: SetupRequest, result: Recommendation) -> None:
     release = TABLE.torch(result.torch.version)
     assert release is not None
     if choices.torch:
@@ -159,7 +160,7 @@ def assert_recommendation_holds(t: Target, choices: Choices, result: Recommendat
     assert result.torch.python_range == release.python_for(t.arch)
 
 
-def assert_refusal_names_real_failures(t: Target, choices: Choices, result: Refusal) -> None:
+def assert_refusal_names_real_failures(t: Target, choices: SetupRequest, result: Refusal) -> None:
     assert result.reason.strip()
     if not result.reasons:  # a refusal that needs no search (no GPU, unknown GPU or OS)
         return
@@ -185,7 +186,7 @@ def test_any_host_gets_a_recommendation_that_holds_or_a_refusal_that_names_real_
     model, system, torch, python, arch, driver, keep
 ):
     t = host([model], system, arch, python, driver)
-    holds(t, Choices(torch=torch, keep_driver=keep and driver is not None))
+    holds(t, SetupRequest(torch=torch, keep_driver=keep and driver is not None))
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -194,12 +195,12 @@ def test_every_release_is_answered_for_every_architecture_and_os(version):
     for model in ONE_PER_CAPABILITY:
         for system in SYSTEMS:
             for arch in ("x86_64", "aarch64"):
-                result = holds(host([model], system, arch), Choices(torch=version))
+                result = holds(host([model], system, arch), SetupRequest(torch=version))
                 answered += isinstance(result, Recommendation)
     assert answered, f"torch {version} fits no GPU on any OS"
 
 
 def test_every_release_fits_an_a100_on_ubuntu_2204():
     for version in RELEASES:
-        result = holds(host([gpus.find_models("A100")[0]], ("ubuntu", "22.04")), Choices(version))
+        result = holds(host([gpus.find_models("A100")[0]], ("ubuntu", "22.04")), SetupRequest(version))
         assert isinstance(result, Recommendation), (version, getattr(result, "reason", ""))

@@ -33,9 +33,8 @@ import pytest
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan, WriteFile
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.machine.detect import detect_host
-from gpuwizard.recommend.planner import Options
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend, launch, prepare_run
@@ -51,7 +50,6 @@ from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.reboot import reboot
 from gpuwizard.sim.runner import sim_tools
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox, SimState, place_for
-from tests.requests import request_of
 
 H100 = "h100x8-ubuntu2204-fresh"
 A100 = "a100x4-ubuntu2004-fresh"
@@ -150,11 +148,10 @@ class SimHost:
     def facts(self) -> HostFacts:
         return detect_host(sandbox_host(self.sandbox))
 
-    def plan(self, options: Options | None = None, choices: Choices | None = None) -> Plan:
+    def plan(self, request: SetupRequest | None = None) -> Plan:
         """Detect, recommend and plan as ``gpuwizard apply`` does, and prepare the run."""
         facts = self.facts()
-        request = request_of(choices, options)
-        plan, selection = make_plan(load_table(), facts, request)
+        plan, selection = make_plan(load_table(), facts, request or SetupRequest())
         prepare_run(self.state_dir, plan, selection, facts)
         return plan
 

@@ -16,7 +16,7 @@ import signal
 import pytest
 
 from gpuwizard.core.hints import match as known_error
-from gpuwizard.recommend.planner import Options
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.runner import events as ev
 from gpuwizard.runner import executor
 from gpuwizard.runner.layout import EXIT_DONE, EXIT_FAILED, EXIT_REBOOT
@@ -301,7 +301,7 @@ def test_t24_the_nvidia_runtime_is_merged_into_daemon_json_keeping_every_key(sim
     host = sim(H100)
     custom = {"data-root": "/data/docker", "registry-mirrors": ["https://mirror.example"]}
     host.write(DAEMON_JSON, json.dumps(custom))
-    host.plan(Options(docker=True))
+    host.plan(SetupRequest(docker=True))
 
     assert host.install() == [EXIT_REBOOT, EXIT_DONE]
 
@@ -315,7 +315,7 @@ def test_t24_an_invalid_daemon_json_is_refused_at_planning_and_never_overwritten
     host.write(DAEMON_JSON, '{"data-root": "/data/docker",')
 
     with pytest.raises(PlanningError, match=r"daemon\.json is not valid JSON .*left untouched"):
-        host.plan(Options(docker=True))
+        host.plan(SetupRequest(docker=True))
 
     assert host.path(DAEMON_JSON).read_text() == '{"data-root": "/data/docker",'
     assert host.calls() == []
@@ -336,7 +336,7 @@ def test_t24_a_docker_restart_failure_restores_daemon_json_byte_for_byte(sim):
             }
         ]
     )
-    host.plan(Options(docker=True))
+    host.plan(SetupRequest(docker=True))
 
     assert host.install() == [EXIT_REBOOT, EXIT_FAILED]
 

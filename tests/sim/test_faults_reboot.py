@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from gpuwizard.core.facts import NvmlOk, NvmlUnavailable
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner import events as ev
@@ -324,7 +324,7 @@ def test_t23_a_driver_library_mismatch_after_an_unattended_upgrade_gets_a_reboot
     assert isinstance(facts.boot.nvml, NvmlUnavailable)
     assert "driver/library version mismatch" in facts.boot.nvml.reason
     table = load_table()
-    advice = recommend(table, target_from_facts(facts, table), Choices())
+    advice = recommend(table, target_from_facts(facts, table), SetupRequest())
     assert any(
         "reboot to load the installed driver" in c and "--hold-driver" in c for c in advice.changes
     )

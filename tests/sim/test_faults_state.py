@@ -26,7 +26,7 @@ import pytest
 from gpuwizard.core.hints import match as known_error
 from gpuwizard.core.ops import MiniforgeInstall
 from gpuwizard.core.plan import WriteFile
-from gpuwizard.recommend.planner import Options
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.runner import events as ev
 from gpuwizard.runner import journal as journal_module
 from gpuwizard.runner.failpoints import ENV as FAILPOINTS
@@ -380,7 +380,7 @@ def test_t36_a_hostile_environment_name_is_refused_before_anything_is_planned_or
     host = sim(H100)
 
     with pytest.raises(PlanningError, match="environment name"):
-        host.plan(Options(env_name=name))
+        host.plan(SetupRequest(env_name=name))
 
     assert not (host.state_dir / JOURNAL).exists()
     assert host.calls() == []
@@ -412,7 +412,7 @@ def test_t38_a_download_that_fails_its_check_is_never_run(sim, failure):
             }
         ]
     )
-    plan = host.plan(Options(env_kind="conda"))
+    plan = host.plan(SetupRequest(env_kind="conda"))
     assert any(isinstance(a, MiniforgeInstall) for a in plan.step("create-env").actions)
 
     assert host.install() == [EXIT_REBOOT, EXIT_FAILED]
@@ -433,7 +433,7 @@ def test_t38_state_and_logs_are_private_whatever_the_umask_and_apt_keys_are_sign
     host = sim(H100)
     previous = os.umask(0)
     try:
-        host.plan(Options(docker=True))
+        host.plan(SetupRequest(docker=True))
         assert host.finish() == [SIGKILLED, EXIT_DONE]
     finally:
         os.umask(previous)

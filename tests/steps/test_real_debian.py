@@ -9,9 +9,10 @@ import dataclasses
 from gpuwizard.core.facts import AptSource, Environment, HostFacts, NvmlGpu, NvmlOk, Package
 from gpuwizard.core.ops import AptUpdate, Command
 from gpuwizard.core.plan import WriteFile
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for, selection_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for, selection_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.enable_debian_nonfree import sources_text
@@ -20,13 +21,13 @@ from tests.conftest import facts_of
 
 T4 = "t4-debian12-fresh"
 OLD, NEW = "6.1.0-37-cloud-amd64", "6.1.0-57-cloud-amd64"
-NATIVE = Choices(variant="cu126")
+NATIVE = SetupRequest(variant="cu126")
 
 
-def planned(table, facts: HostFacts, choices: Choices | None = None):
-    result = recommend(table, target_from_facts(facts, table), choices or Choices())
+def planned(table, facts: HostFacts, choices: SetupRequest | None = None):
+    result = recommend(table, target_from_facts(facts, table), choices or SetupRequest())
     assert isinstance(result, Recommendation)
-    selection, plan = plan_for(facts, result, Options(), table)
+    selection, plan = plan_for(facts, result, SetupRequest(), table)
     return selection, plan
 
 
@@ -70,7 +71,7 @@ def test_headers_gone_from_the_archive_bring_the_newest_kernel_and_its_reboot_fi
 
 def test_the_recommendation_says_so(table):
     stale = with_kernels(facts_of(T4), OLD, (OLD,), (), ("linux-headers-cloud-amd64",))
-    result = recommend(table, target_from_facts(stale, table), Choices())
+    result = recommend(table, target_from_facts(stale, table), SetupRequest())
     assert isinstance(result, Recommendation) and result.status == "ok_after_changes"
     assert any("gone from the archive" in change for change in result.changes)
 
@@ -84,7 +85,7 @@ def test_without_package_lists_the_headers_are_named_by_the_running_kernel(table
 
 # ------------------------------------------------------------------------- recommends (B4)
 def test_debian_dkms_drivers_go_without_recommends_and_say_why(table):
-    for choices in (Choices(), NATIVE):
+    for choices in (SetupRequest(), NATIVE):
         _, plan = planned(table, facts_of(T4), choices)
         install = runs(plan, "install-nvidia-driver")[-1]
         assert "--no-install-recommends" in install
@@ -227,7 +228,7 @@ def test_the_reboot_is_skipped_once_the_driver_is_loaded(table):
     assert failed.satisfied and "the reboot step loads it" in failed.reason
     assert (
         selection_for(
-            facts, recommend(table, target_from_facts(facts, table), NATIVE), Options(), table
+            facts, recommend(table, target_from_facts(facts, table), NATIVE), SetupRequest(), table
         ).driver.source
         == "debian-archive"
     )  # type: ignore[arg-type]

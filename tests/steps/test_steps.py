@@ -9,9 +9,10 @@ import pytest
 from gpuwizard.core.facts import Package
 from gpuwizard.core.ops import AptInstall, AptUpdate, Command, Download
 from gpuwizard.core.plan import APT_ENV, Action, WriteFile
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, OptionsError, plan_for, selection_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import OptionsError, plan_for, selection_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.base import PlanError
@@ -19,7 +20,7 @@ from gpuwizard.steps.install_docker import merged_daemon_json
 from tests.conftest import PROFILE_NAMES, facts_of
 
 INSTALLABLE = [n for n in PROFILE_NAMES if n != "nogpu-ubuntu2204"]
-ALL_OPTIONS = Options(
+ALL_OPTIONS = SetupRequest(
     needs_nvcc=True, cudnn=True, docker=True, dcgm=True, nccl=True, hold_driver=True
 )
 
@@ -31,15 +32,15 @@ def argv(action: Action) -> tuple[str, ...]:
 
 def recommendation(table, name: str, needs_nvcc: bool = False) -> Recommendation:
     facts = facts_of(name)
-    result = recommend(table, target_from_facts(facts, table), Choices(needs_nvcc=needs_nvcc))
+    result = recommend(table, target_from_facts(facts, table), SetupRequest(needs_nvcc=needs_nvcc))
     assert isinstance(result, Recommendation)
     return result
 
 
-DEFAULTS = Options()
+DEFAULTS = SetupRequest()
 
 
-def steps_for(table, name: str, options: Options = DEFAULTS):
+def steps_for(table, name: str, options: SetupRequest = DEFAULTS):
     facts = facts_of(name)
     selection = selection_for(
         facts, recommendation(table, name, options.needs_nvcc), options, table
@@ -49,7 +50,7 @@ def steps_for(table, name: str, options: Options = DEFAULTS):
 
 @pytest.mark.parametrize(
     "options",
-    [Options(), ALL_OPTIONS, Options(env_kind="conda")],
+    [SetupRequest(), ALL_OPTIONS, SetupRequest(env_kind="conda")],
     ids=["defaults", "everything", "conda"],
 )
 @pytest.mark.parametrize("name", INSTALLABLE)
@@ -71,7 +72,7 @@ def test_a_fresh_host_plan_in_order(table):
     _, plan = plan_for(
         facts_of("h100x8-ubuntu2204-fresh"),
         recommendation(table, "h100x8-ubuntu2204-fresh"),
-        Options(),
+        SetupRequest(),
         table,
     )
     todo = [s.id for s in plan.steps if not s.satisfied]
@@ -155,7 +156,7 @@ def test_rocky_10_holds_the_branch_with_dnf_versionlock_not_a_module_stream(tabl
     assert facts.os is not None
     facts = dataclasses.replace(facts, os=dataclasses.replace(facts.os, version_id=version))
     rec = recommend(table, target_from_facts(facts, table))
-    steps = build_steps(selection_for(facts, rec, Options(), table), facts)
+    steps = build_steps(selection_for(facts, rec, SetupRequest(), table), facts)
     plans = {s.id: s.plan(facts) for s in steps}
     argvs = [argv(a) for a in plans["install-nvidia-driver"] if not isinstance(a, WriteFile)]
     assert argvs[0] == ("dnf", "versionlock", "add", "*nvidia*580*")
@@ -174,7 +175,7 @@ def test_secure_boot_with_dkms_asks_for_a_mok_password(table):
     facts = facts_of("t4-debian12-fresh")
     facts = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, secure_boot="enabled"))
     rec = recommend(table, target_from_facts(facts, table))
-    steps = build_steps(selection_for(facts, rec, Options(), table), facts)
+    steps = build_steps(selection_for(facts, rec, SetupRequest(), table), facts)
     mok = next(s for s in steps if s.id == "enroll-mok")
     generate, importing = mok.plan(facts)
     assert argv(generate) == ("dkms", "generate_mok")
@@ -242,7 +243,7 @@ def test_installed_torch_of_another_build_is_not_accepted(table):
 
 
 def test_cuda_toolkit_goes_to_profile_d_not_bashrc(table):
-    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh", Options(needs_nvcc=True))
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh", SetupRequest(needs_nvcc=True))
     actions = next(s for s in steps if s.id == "install-cuda-toolkit").plan(facts)
     write = actions[-1]
     assert isinstance(write, WriteFile) and write.path == "/etc/profile.d/gpuwizard-cuda.sh"
@@ -283,7 +284,7 @@ def test_a_hostile_environment_name_is_refused(table, name):
         selection_for(
             facts_of("h100x8-ubuntu2204-fresh"),
             recommendation(table, "h100x8-ubuntu2204-fresh"),
-            Options(env_name=name),
+            SetupRequest(env_name=name),
             table,
         )
 

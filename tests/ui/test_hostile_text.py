@@ -20,6 +20,7 @@ import pytest
 from textual.screen import Screen
 
 from gpuwizard.core.facts import Nic, VerifyReport
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Finding as DoctorFinding
 from gpuwizard.doctor.findings import Report
@@ -45,7 +46,6 @@ from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
-from gpuwizard.setup.request import SetupRequest
 from tests.cli.test_hostile_text import make_hostile_host
 from tests.ui.pilots import FakeRun, ViewHarness
 from tests.ui.test_benchmark import RecordedBench, events_of
@@ -117,7 +117,7 @@ def doctor_report() -> Report:
 
 SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
     "detect": lambda: DetectView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
-    "recommend": lambda: RecommendView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), ["2.14.1"]),
+    "recommend": lambda: RecommendView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), lambda r, res: {"torch": ("2.14.1",)}),
     "review": lambda: ReviewView(hostile_plan()),
     "install": lambda: InstallView(hostile_plan(), FakeRun(install_events()), attach=False, now=lambda: NOW),
     "reboot": lambda: RebootView(HOSTILE, HOSTILE, False),

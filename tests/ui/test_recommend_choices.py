@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import Select
 
+from gpuwizard.core.request import wish_named
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.setup.flow import Decided
 from tests.ui.pilots import ViewHarness
@@ -17,16 +18,17 @@ async def test_only_working_builds_are_offered_and_the_others_say_why() -> None:
     app = ViewHarness(view)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        tried = dict(view.tried_builds())
+        variant = wish_named("variant")
+        tried = dict(view.tried(variant))
         working = [v for v, r in tried.items() if isinstance(r, Recommendation)]
         refused = [v for v, r in tried.items() if not isinstance(r, Recommendation)]
         assert working and refused, tried  # the A100 host on focal: cu126 fits, CUDA 13 does not
-        offered = [value for _, value in view.build_options()]
+        offered = [value for _, value in view.options_of(variant)]
         assert offered == ["auto", *working]
         said = text_of(app, "#builds")
         for variant in refused:
             assert f"{variant}: not offered:" in said and "needs driver" in said
-        select = view.query_one("#variant", Select)
+        select = view.query_one("#wish-variant", Select)
         select.value = working[0]
         await pilot.pause()
         assert view.request.variant == working[0]
@@ -41,7 +43,7 @@ async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert isinstance(app.focused, Select) and app.focused.id == "torch"
+        assert isinstance(app.focused, Select) and app.focused.id == "wish-torch"
         labels = [str(label.content) for label in view.query("#choices Label")]
         assert labels[0] == "▸ PyTorch" and not any(t.startswith("▸") for t in labels[1:])
         await pilot.press("tab")
@@ -53,11 +55,12 @@ async def test_the_focused_choice_is_marked_and_moves_with_tab() -> None:
 async def test_keeping_the_installed_driver_is_offered_only_where_one_is_installed() -> None:
     from textual.widgets import SelectionList
 
+    from gpuwizard.core.request import SetupRequest
+    from gpuwizard.frontends.stageviews import offers_on
     from gpuwizard.recommend.engine import recommend
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import target_from_facts
     from gpuwizard.screens.recommend import RecommendView
-    from gpuwizard.setup.request import SetupRequest
     from tests.conftest import facts_of
 
     table = load_table()
@@ -65,12 +68,11 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
     assert target.driver is not None
 
     def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
-        return recommend(table, target, request.engine_choices)
+        return recommend(table, target, request)
 
     view = RecommendView(
-        recompute(SetupRequest()), SetupRequest(), recompute, ["2.14.1"],
-        installed_driver=target.driver.version,
-    )  # fmt: skip
+        recompute(SetupRequest()), SetupRequest(), recompute, offers_on(table, target)
+    )
     app = ViewHarness(view)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

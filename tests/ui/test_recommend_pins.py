@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from textual.widgets import Select
 
-from gpuwizard.frontends.stageviews import offered_pins
+from gpuwizard.core.request import SetupRequest
+from gpuwizard.core.request import wish_named
+from gpuwizard.frontends.stageviews import offers_on
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
@@ -14,7 +16,6 @@ from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.setup.flow import Decided
 from gpuwizard.setup.plan import make_plan
-from gpuwizard.setup.request import SetupRequest
 from tests.cli.helpers import gpuwizard
 from tests.conftest import facts_of
 from tests.ui.pilots import ViewHarness
@@ -27,12 +28,9 @@ def view_on(profile: str) -> RecommendView:
     target = target_from_facts(facts_of(profile), TABLE)
 
     def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
-        return recommend(TABLE, target, request.engine_choices)
+        return recommend(TABLE, target, request)
 
-    return RecommendView(
-        recompute(SetupRequest()), SetupRequest(), recompute, ["2.14.1"],
-        pins=offered_pins(TABLE, target),
-    )  # fmt: skip
+    return RecommendView(recompute(SetupRequest()), SetupRequest(), recompute, offers_on(TABLE, target))
 
 
 async def test_blackwell_offers_only_open_modules_and_says_why_not_proprietary() -> None:
@@ -40,9 +38,9 @@ async def test_blackwell_offers_only_open_modules_and_says_why_not_proprietary()
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        offered = [value for _, value in view.pin_options("driver_flavour")]
+        offered = [value for _, value in view.options_of(wish_named("driver_flavour"))]
         assert offered == ["auto", "open"]
-        branches = [value for _, value in view.pin_options("driver_branch")]
+        branches = [value for _, value in view.options_of(wish_named("driver_branch"))]
         assert "535" not in branches and "595" in branches
         said = " ".join(text_of(app, "#builds").split())
         assert "proprietary: not offered:" in said
@@ -56,12 +54,12 @@ async def test_a_branch_chosen_with_the_keyboard_plans_like_apply(tmp_path) -> N
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        select = view.query_one("#pin-driver_branch", Select)
+        select = view.query_one("#wish-driver_branch", Select)
         select.focus()
         await pilot.pause()
         labels = [str(label.content) for label in view.query("#choices Label")]
         assert "▸ Driver branch" in labels, "the focused choice is marked"
-        options = [value for _, value in view.pin_options("driver_branch")]
+        options = [value for _, value in view.options_of(wish_named("driver_branch"))]
         await pilot.press("enter")
         for _ in range(options.index("535")):
             await pilot.press("down")

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.core.facts import VerifyReport
-from gpuwizard.core.version import Version
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.doctor.diagnose import diagnose
 from gpuwizard.doctor.findings import Report
 from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
-from gpuwizard.frontends.stageviews import offered_pins
+from gpuwizard.frontends.stageviews import offers_on
 from gpuwizard.machine.detect.recording import recorded_host
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
@@ -34,11 +34,10 @@ from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.recommend import Offers, RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
-from gpuwizard.setup.request import SetupRequest
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeRun, ViewHarness, until
 
@@ -48,18 +47,18 @@ FACTS = facts_of("a100x4-ubuntu2004-fresh")
 
 
 def recommendation() -> Recommendation:
-    result = recommend(TABLE, target_from_facts(FACTS, TABLE), Choices())
+    result = recommend(TABLE, target_from_facts(FACTS, TABLE), SetupRequest())
     assert isinstance(result, Recommendation)
     return result
 
 
 def plan():  # type: ignore[no-untyped-def]
-    return plan_for(FACTS, recommendation(), Options(), TABLE)[1]
+    return plan_for(FACTS, recommendation(), SetupRequest(), TABLE)[1]
 
 
 def export_view(note: str | None = None) -> ExportView:
     """The Export screen on the plan above, writing nowhere."""
-    selection, made = plan_for(FACTS, recommendation(), Options(), TABLE)
+    selection, made = plan_for(FACTS, recommendation(), SetupRequest(), TABLE)
     source = ExportSource(made, selection, FACTS, version="0.1.0")
     formats = [(f.name, f.title) for f in FORMATS.values()]
     return ExportView(
@@ -172,18 +171,20 @@ def install(events: list[ev.RunEvent]) -> InstallView:
 def recommend_view() -> RecommendView:
     """The Recommend screen as the wizard builds it: the real engine behind every choice."""
     target = target_from_facts(FACTS, TABLE)
-    versions = sorted((r.version for r in TABLE.torch_releases), key=Version.parse, reverse=True)
-    builds = {r.version: r.variants for r in TABLE.torch_releases}
     return RecommendView(
         recommendation(), SetupRequest(),
-        lambda request: recommend(TABLE, target, request.engine_choices),
-        versions[:4], None, builds, pins=offered_pins(TABLE, target),
+        lambda request: recommend(TABLE, target, request), offers_on(TABLE, target),
     )  # fmt: skip
+
+
+def releases(*versions: str) -> Offers:
+    """A host that offers these torch releases and nothing else to choose."""
+    return lambda request, result: {"torch": versions, "variant": (), "driver_branch": (), "driver_flavour": (), "python": (), "keep_driver": ()}  # fmt: skip
 
 
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
-    "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), ["2.14.1", "2.13.0"]),
+    "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), releases("2.14.1", "2.13.0")),
     "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),

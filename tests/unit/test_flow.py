@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.journal import JournalData, RebootRecord, new_journal
 from gpuwizard.setup import flow
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.lease import Holder
-from gpuwizard.setup.request import SetupRequest
 from tests.conftest import facts_of
 
 FACTS = facts_of("h100x8-ubuntu2204-fresh")
@@ -29,9 +29,9 @@ REQUEST = SetupRequest()
 
 
 def planned() -> tuple[object, object]:
-    result = recommend(TABLE, target_from_facts(FACTS, TABLE), Choices())
+    result = recommend(TABLE, target_from_facts(FACTS, TABLE), SetupRequest())
     assert isinstance(result, Recommendation)
-    return plan_for(FACTS, result, Options(), TABLE)
+    return plan_for(FACTS, result, SetupRequest(), TABLE)
 
 
 SELECTION, PLAN = planned()
@@ -228,11 +228,10 @@ def test_the_answer_goes_to_the_check_once_and_is_not_asked_again(said: bool) ->
     resuming, effects = flow.next_stage(asked, flow.RebootAnswered(said))
     assert resuming == flow.Resuming(PLAN, SELECTION, REQUEST, said) and effects == ()  # type: ignore[arg-type]
 
-    given = SetupRequest(rebooted=said)  # apply --rebooted: straight to the check
-    up_front = flow.start(unjudged(), FACTS, given)
-    assert up_front == flow.Resuming(PLAN, SELECTION, given, said)  # type: ignore[arg-type]
+    up_front = flow.start(unjudged(), FACTS, REQUEST, rebooted=said)  # apply --rebooted
+    assert up_front == flow.Resuming(PLAN, SELECTION, REQUEST, said)  # type: ignore[arg-type]
     looking, _ = flow.next_stage(up_front, flow.Continue())
-    assert isinstance(looking, flow.Looking) and looking.request.rebooted is None, "used once"
+    assert isinstance(looking, flow.Looking) and looking.rebooted is None, "used once"
 
 
 def test_a_run_that_asks_for_a_reboot_no_signal_can_judge_offers_it_in_this_boot() -> None:
@@ -254,7 +253,7 @@ def test_a_run_that_asks_for_a_reboot_no_signal_can_judge_offers_it_in_this_boot
 def test_an_answer_a_boot_signal_can_give_is_refused_by_name(
     state: DiskState, said: bool, refusal: str | None
 ) -> None:
-    stage = flow.start(state, FACTS, SetupRequest(rebooted=said))
+    stage = flow.start(state, FACTS, REQUEST, rebooted=said)
     if refusal is None:
         assert isinstance(stage, flow.Resuming) and stage.rebooted is said
         return

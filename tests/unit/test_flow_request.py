@@ -9,38 +9,43 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.request import SetupRequest, differences
 from gpuwizard.setup import flow
-from gpuwizard.setup.disk import read_request, save_request
-from gpuwizard.setup.request import SetupRequest, differences
+from gpuwizard.runner.journal import Journal, JournalData
 from tests.unit.test_flow import FACTS, PLAN, SELECTION, disk, journal, waiting_for_reboot
 
 RUN = SetupRequest(torch="2.14.1", cudnn=True)
 
 
-def insisting(**changes: object) -> SetupRequest:
-    return dataclasses.replace(RUN, insists=True, **changes)  # type: ignore[arg-type]
+def made_from(data: JournalData, request: SetupRequest = RUN) -> JournalData:
+    """The journal of a run made from ``request`` (its selection keeps it)."""
+    return dataclasses.replace(data, selection=dataclasses.replace(data.selection, request=request))
+
+
+def asked(**changes: object) -> SetupRequest:
+    return dataclasses.replace(RUN, **changes)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("asked", "named"),
     [
-        pytest.param(insisting(cudnn=False), "--cudnn: the run in progress has on, this command asks off", id="an option dropped"),
-        pytest.param(insisting(docker=True), "--docker: the run in progress has off, this command asks on", id="an option added"),
-        pytest.param(insisting(torch="2.13.0"), "--torch: the run in progress has '2.14.1', this command asks '2.13.0'", id="another pin"),
-        pytest.param(insisting(torch=None), "--torch: the run in progress has '2.14.1', this command asks not given", id="a pin dropped"),
-        pytest.param(insisting(persistence=False), "--no-persistence: the run in progress has on, this command asks off", id="a negative flag"),
+        pytest.param(asked(cudnn=False), "--cudnn: the run in progress has on, this command asks off", id="an option dropped"),
+        pytest.param(asked(docker=True), "--docker: the run in progress has off, this command asks on", id="an option added"),
+        pytest.param(asked(torch="2.13.0"), "--torch: the run in progress has '2.14.1', this command asks '2.13.0'", id="another pin"),
+        pytest.param(asked(torch=None), "--torch: the run in progress has '2.14.1', this command asks not given", id="a pin dropped"),
+        pytest.param(asked(persistence=False), "--no-persistence: the run in progress has on, this command asks off", id="a negative flag"),
     ],
 )  # fmt: skip
 @pytest.mark.parametrize(
     "data",
     [
-        pytest.param(journal(), id="unfinished"),
-        pytest.param(waiting_for_reboot(), id="waiting for its reboot"),
+        pytest.param(made_from(journal()), id="unfinished"),
+        pytest.param(made_from(waiting_for_reboot()), id="waiting for its reboot"),
     ],
 )
 def test_another_request_is_refused_with_exit_2_naming_what_differs(data, asked, named):
-    for state in (disk(data, request=RUN), disk(data, request=RUN, runner="running")):
-        stage = flow.start(state, FACTS, asked)
+    for state in (disk(data), disk(data, runner="running")):
+        stage = flow.start(state, FACTS, asked, insists=True)
 
         assert isinstance(stage, flow.Refused)
         assert stage.code == flow.EXIT_BAD_INPUT
@@ -49,17 +54,18 @@ def test_another_request_is_refused_with_exit_2_naming_what_differs(data, asked,
 
 
 @pytest.mark.parametrize(
-    ("state", "asked", "expected"),
+    ("state", "asked", "insists", "expected"),
     [
-        pytest.param(disk(journal(), request=RUN), insisting(), flow.Installing, id="the same request: go on"),
-        pytest.param(disk(journal(), request=RUN, runner="running"), insisting(), flow.Installing, id="the same request: attach"),
-        pytest.param(disk(journal(), request=RUN), SetupRequest(), flow.Installing, id="the TUI is not bound"),
-        pytest.param(disk(journal(finished=True), request=RUN), insisting(cudnn=False), flow.Showing, id="a finished run: a new plan"),
-        pytest.param(disk(journal()), insisting(cudnn=False), flow.Installing, id="not recorded (an older run): as before"),
+        pytest.param(disk(made_from(journal())), RUN, True, flow.Installing, id="the same request: go on"),
+        pytest.param(disk(made_from(journal()), runner="running"), RUN, True, flow.Installing, id="the same request: attach"),
+        pytest.param(disk(made_from(journal())), SetupRequest(), False, flow.Installing, id="the TUI is not bound"),
+        pytest.param(disk(made_from(journal(finished=True))), asked(cudnn=False), True, flow.Showing, id="a finished run: a new plan"),
     ],
 )  # fmt: skip
-def test_the_same_request_or_no_record_goes_on_as_before(state, asked, expected):
-    assert isinstance(flow.start(state, FACTS, asked), expected)
+def test_the_same_request_or_a_front_end_that_chooses_goes_on_as_before(
+    state, asked, insists, expected
+):
+    assert isinstance(flow.start(state, FACTS, asked, insists=insists), expected)
 
 
 def test_needs_nvcc_is_one_difference_not_two():
@@ -69,18 +75,16 @@ def test_needs_nvcc_is_one_difference_not_two():
     ]
 
 
-def test_the_request_is_kept_beside_the_run_it_made(tmp_path: Path):
-    save_request(tmp_path, "run-1", insisting())
+def test_the_request_is_kept_in_the_journal_of_the_run_it_made(tmp_path: Path):
+    Journal.create(tmp_path / "journal.json", made_from(journal()))
 
-    assert read_request(tmp_path, "run-1") == RUN, "kept without the insisting mark"
-    assert read_request(tmp_path, "run-2") is None, "another run's request is no record"
-    (tmp_path / "request.json").write_text("{not json")
-    assert read_request(tmp_path, "run-1") is None
+    assert Journal.load(tmp_path / "journal.json").data.selection.request == RUN
 
 
-def test_approving_a_plan_prepares_it_with_its_request():
-    context = flow.Context(FACTS, insisting(), None)
-    stage = flow.Reviewing(context, SELECTION, PLAN)
+def test_approving_a_plan_prepares_the_selection_that_keeps_its_request():
+    selection = dataclasses.replace(SELECTION, request=RUN)
+    context = flow.Context(FACTS, RUN, None, insists=True)
+    stage = flow.Reviewing(context, selection, PLAN)
     _, effects = flow.next_stage(stage, flow.Approved())
     [prepare] = effects
-    assert isinstance(prepare, flow.Prepare) and prepare.request == insisting()
+    assert isinstance(prepare, flow.Prepare) and prepare.selection.request == RUN

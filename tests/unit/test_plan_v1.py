@@ -31,10 +31,11 @@ from gpuwizard.core.ops import (
 )
 from gpuwizard.core.plan import Plan
 from gpuwizard.core.plan_v1 import RunV1, recognise
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.journal import new_journal, parse
@@ -43,9 +44,9 @@ from tests.export.conftest import ALL_OPTIONS, PROFILES
 from tests.schema1 import recorded_runs, v1_action, v1_plan
 
 
-def _plan(facts: HostFacts, options: Options) -> tuple[Selection, Plan]:
+def _plan(facts: HostFacts, options: SetupRequest) -> tuple[Selection, Plan]:
     table = load_table()
-    recommendation = recommend(table, target_from_facts(facts, table), Choices())
+    recommendation = recommend(table, target_from_facts(facts, table), SetupRequest())
     assert isinstance(recommendation, Recommendation)
     return plan_for(facts, recommendation, options, table)
 
@@ -61,13 +62,13 @@ PROFILES_THEN = [p for p in PROFILES if p != "t4-debian12-secureboot"]
 def _cases() -> Iterator[tuple[str, tuple[Selection, Plan]]]:
     """The cases the fixture was made from, by the same names (keep the two in step)."""
     for profile in PROFILES_THEN:
-        yield profile, _plan(facts_of(profile), Options())
+        yield profile, _plan(facts_of(profile), SetupRequest())
         yield f"{profile}-all-options", _plan(facts_of(profile), ALL_OPTIONS)
     secure = _boot(facts_of("t4-debian12-fresh"), secure_boot="enabled")
-    yield "t4-debian12-secureboot-mok", _plan(secure, Options())
+    yield "t4-debian12-secureboot-mok", _plan(secure, SetupRequest())
     h100 = facts_of("h100x8-ubuntu2204-fresh")
-    yield "h100x8-conda", _plan(h100, Options(env_kind="conda"))
-    yield "h100x8-dpkg-interrupted", _plan(_boot(h100, dpkg_interrupted=True), Options())
+    yield "h100x8-conda", _plan(h100, SetupRequest(env_kind="conda"))
+    yield "h100x8-dpkg-interrupted", _plan(_boot(h100, dpkg_interrupted=True), SetupRequest())
 
 
 @functools.cache

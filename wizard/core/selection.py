@@ -1,18 +1,20 @@
 """What the user chose to install, resolved: the input of the install steps.
 
-The recommender proposes, the user adjusts (environment kind, optional parts), and the planner
-turns both into a ``Selection``. Steps read nothing else, so a recorded answers file that
-reproduces the Selection reproduces the plan. Pure data.
+The recommender proposes, the person's request (``core.request``) says the rest (environment,
+optional parts), and the planner turns both into a ``Selection``, which keeps the request it was
+made from. Steps read nothing else, so a recorded answers file that reproduces the Selection
+reproduces the plan. Pure data.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuwizard.core.request import EnvKind, Flavor, SetupRequest
+from gpuwizard.core.version import variant_cuda
+
 DriverAction = Literal["install", "keep", "upgrade"]
-Flavor = Literal["open", "proprietary"]
-EnvKind = Literal["venv", "conda"]
 PythonSource = Literal["system", "os-package", "standalone"]
 """Where the environment's interpreter comes from: the system python3, an extra distribution
 package (python3.12 on Rocky 9), or a standalone CPython installed by uv."""
@@ -64,20 +66,6 @@ class EnvChoice:
 
 
 @dataclass(frozen=True)
-class Extras:
-    """Optional parts from the guide, each off unless chosen."""
-
-    cuda_toolkit: str | None = None
-    """A CUDA version ("13.0") when nvcc is wanted, matching the torch build."""
-    cudnn: bool = False
-    docker: bool = False
-    dcgm: bool = False
-    nccl: bool = False
-    hold_driver: bool = False
-    persistence: bool = True
-
-
-@dataclass(frozen=True)
 class Selection:
     family: Literal["debian", "rhel"]
     cuda_repo: str
@@ -86,9 +74,15 @@ class Selection:
     driver: DriverChoice
     torch: TorchChoice
     env: EnvChoice
-    extras: Extras = Extras()
+    request: SetupRequest = field(default_factory=SetupRequest)
+    """What the person asked for: the optional parts the steps install come from here."""
     wsl: bool = False
     """Under WSL the driver is Windows'; only the Python side is set up."""
+
+    @property
+    def cuda_toolkit(self) -> str | None:
+        """The CUDA toolkit (nvcc) to install, matching the torch build ("13.0"); None: none."""
+        return variant_cuda(self.torch.variant) if self.request.needs_nvcc else None
 
     @property
     def repo_arch(self) -> str:

@@ -1,12 +1,12 @@
 """answers.yaml: the choices behind a setup, to replay it elsewhere (``apply --config``).
 
-It records choices, not commands: the pins (torch release, CUDA build, keep the driver; the
-driver branch, kernel modules and Python only when they were pinned), the
-options (environment, optional parts, nvcc: said once, there), the machine it was made on, and
-what the plan resolved to. Replaying re-detects the new server, reruns the engine with the same choices and
-refuses, naming each difference, a server unlike the one they were made on (the exports' one host
-rule, hostcheck.py, as a replay applies it; ``--force`` waives it) or a plan that resolves
-differently (``--accept-changes``).
+It records wishes, not commands: the request the setup was made from (``core.request``: the torch
+release and CUDA build it resolved to, whether the driver was kept, the environment and the
+optional parts; the driver branch, kernel modules and Python only when they were pinned), the
+machine it was made on, and what the plan resolved to. Replaying re-detects the new server, reruns
+the engine with the same request and refuses, naming each difference, a server unlike the one
+they were made on (the exports' one host rule, hostcheck.py, as a replay applies it; ``--force``
+waives it) or a plan that resolves differently (``--accept-changes``).
 
 Loading is strict: a file that is not a mapping, has YAML anchors or aliases (no alias bombs),
 is larger than 1 MiB, has an unknown or missing field, a version written as a number
@@ -14,7 +14,8 @@ is larger than 1 MiB, has an unknown or missing field, a version written as a nu
 sequence would reach the terminal that shows it) gets one line naming the field. A file from an older schema is
 migrated step by step (``MIGRATIONS``); one from a newer gpuwizard is refused. Schema 1 said the
 nvcc wish twice (``choices.needs_nvcc`` and ``options.needs_nvcc``); schema 2 says it once, and a
-schema 1 file whose two disagree is refused rather than guessed at.
+schema 1 file whose two disagree is refused rather than guessed at. Schema 3 keeps every wish in
+one ``request`` block (schema 2's ``choices`` and ``options``, merged).
 """
 
 from __future__ import annotations
@@ -28,16 +29,15 @@ import yaml
 from gpuwizard import __version__
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.request import SetupRequest, Wish
 from gpuwizard.core.safetext import is_unsafe, one_line
 from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
-from gpuwizard.recommend.pins import PIN_NAMES, check_choices
-from gpuwizard.recommend.planner import Options, OptionsError, env_path
-from gpuwizard.recommend.result import Choices
-from gpuwizard.recommend.table import Flavor, load_table
+from gpuwizard.recommend.pins import check_request
+from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput
 
-SCHEMA = 2
+SCHEMA = 3
 MAX_BYTES = 1 << 20
 
 
@@ -67,22 +67,29 @@ def _yaml_word(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _nvcc_said_once}
+def _one_request(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 -> 3: the engine's pins (``choices``) and the rest (``options``) become one
+    ``request``, keyed as the request's wishes are."""
+    merged = {
+        key: value
+        for part in ("choices", "options")
+        if isinstance(data.get(part), dict)
+        for key, value in data[part].items()
+    }
+    for part in ("choices", "options"):
+        if part not in data:
+            raise AnswersError(f"{part}: missing")
+        if not isinstance(data[part], dict):
+            raise AnswersError(f"{part}: expected a mapping of answers")
+    rest = {k: v for k, v in data.items() if k not in ("choices", "options", "schema")}
+    return {"schema": 3, **rest, "request": merged}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _nvcc_said_once,
+    2: _one_request,
+}
 """schema N -> a function turning a schema N mapping into schema N+1."""
-
-
-@dataclass(frozen=True)
-class Pins:
-    """The engine's pins as the file keeps them (the nvcc wish is an option, said once)."""
-
-    torch: str | None = None
-    variant: str | None = None
-    keep_driver: bool = False
-    driver_branch: str | None = None
-    driver_flavour: Flavor | None = None
-    python: str | None = None
-    """The last three are written only when the person pinned them (schema 2 reads files
-    without them: the engine picks, as before)."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +118,7 @@ class Answers:
     schema: int
     gpuwizard: str
     made_on: MadeOn
-    choices: Pins
-    options: Options
+    request: SetupRequest
     plan: tuple[str, ...]
     """The plan summary it resolved to; a replay that resolves differently is refused."""
 
@@ -135,20 +141,14 @@ def made_on(facts: HostFacts) -> MadeOn:
 
 
 def answers_for(source: ExportSource) -> Answers:
-    c = source.choices
     return Answers(
         schema=SCHEMA,
         gpuwizard=source.version,
         made_on=made_on(source.facts),
-        choices=Pins(
-            c.torch, c.variant, c.keep_driver, c.driver_branch, c.driver_flavour, c.python
-        ),
-        options=source.options,
+        request=source.replayed,
         plan=source.plan.summary,
     )
 
-
-OPTIONAL_PINS = ("driver_branch", "driver_flavour", "python")
 
 HEADER = """\
 # gpuwizard answers: the choices behind a GPU server setup.
@@ -161,10 +161,8 @@ HEADER = """\
 
 def render_answers(source: ExportSource) -> str:
     data = to_jsonable(answers_for(source))
-    pins = data["choices"]
-    for unasked in OPTIONAL_PINS:
-        if pins[unasked] is None:  # said only when pinned: files without a pin stay as they were
-            del pins[unasked]
+    # A wish left to gpuwizard (None) is not written: the engine picks it again on replay.
+    data["request"] = {key: value for key, value in data["request"].items() if value is not None}
     body = yaml.dump(data, Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=100)
     return HEADER + body
 
@@ -213,7 +211,7 @@ def load_answers(text: str) -> Answers:
         line = f" at line {where.line + 1}" if where is not None else ""
         raise AnswersError(f"not valid YAML{line}: {getattr(error, 'problem', error)}") from None
     if not isinstance(data, dict):
-        raise AnswersError("expected a mapping of answers (schema, choices, options, ...)")
+        raise AnswersError("expected a mapping of answers (schema, made_on, request, plan)")
     data = migrate(data)
     try:
         answers = from_jsonable(Answers, data)
@@ -267,18 +265,14 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _key(wish: Wish) -> str:
+    return f"request.{wish.name}"
+
+
 def _check_values(answers: Answers) -> None:
+    """Every wish as the command line's are checked, named by its key in the file."""
     try:
-        env_path(answers.options)  # the name becomes a path: the planner's rule applies
-    except OptionsError as error:
-        raise AnswersError(f"options.env_name: {error}") from None
-    pins = answers.choices
-    choices = Choices(
-        pins.torch, pins.variant, pins.keep_driver, False, pins.driver_branch, None, pins.python
-    )
-    names = {name: f"choices.{name}" for name in PIN_NAMES}
-    try:
-        check_choices(load_table(), choices, names)
+        check_request(load_table(), answers.request, _key)
     except BadInput as error:
         raise AnswersError(str(error)) from None
 

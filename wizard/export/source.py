@@ -3,16 +3,14 @@ of the machine it was made on. Pure data: the front ends read it from a run's st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from dataclasses import dataclass, replace
 
 from gpuwizard import __version__
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.export.hostcheck import in_words
-from gpuwizard.recommend.planner import Options
-from gpuwizard.recommend.result import Choices
 
 VERIFY_STEP = "verify-torch"
 ALREADY_SET_UP = (
@@ -34,37 +32,18 @@ class ExportSource:
     facts: HostFacts
     version: str = __version__
     """The gpuwizard that made the plan."""
-    asked: Choices = field(default_factory=Choices)
-    """The pins the person gave: the driver branch, kernel modules and Python an answers file
-    repeats only when they were asked for (the plan resolves them otherwise)."""
 
     @property
-    def choices(self) -> Choices:
-        """The pins that reproduce this selection's recommendation."""
-        s, asked = self.selection, self.asked
-        return Choices(
+    def replayed(self) -> SetupRequest:
+        """The request that plans this selection again: the one it was made from, with the
+        release, the CUDA build and the driver decision it resolved to (a pin the person left to
+        gpuwizard, a driver branch or a Python, stays left to it)."""
+        s = self.selection
+        return replace(
+            s.request,
             torch=s.torch.version,
             variant=s.torch.variant,
             keep_driver=s.driver.action == "keep",
-            needs_nvcc=s.extras.cuda_toolkit is not None,
-            driver_branch=s.driver.branch if asked.driver_branch else None,
-            driver_flavour=s.driver.flavor if asked.driver_flavour else None,
-            python=s.env.python if asked.python else None,
-        )
-
-    @property
-    def options(self) -> Options:
-        e = self.selection.extras
-        return Options(
-            env_kind=self.selection.env.kind,
-            env_name=PurePosixPath(self.selection.env.path).name,
-            needs_nvcc=e.cuda_toolkit is not None,
-            cudnn=e.cudnn,
-            docker=e.docker,
-            dcgm=e.dcgm,
-            nccl=e.nccl,
-            hold_driver=e.hold_driver,
-            persistence=e.persistence,
         )
 
     @property

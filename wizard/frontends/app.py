@@ -24,11 +24,11 @@ from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.screens.waiting import LookingView
 
 if TYPE_CHECKING:
+    from gpuwizard.core.request import SetupRequest
     from gpuwizard.doctor.findings import Report
     from gpuwizard.runner.control import Backend
     from gpuwizard.setup.driver import SetupDriver
     from gpuwizard.setup.flow import Answer, Effect, Exit, Stage
-    from gpuwizard.setup.request import SetupRequest
 
 EXIT_FAILED, EXIT_REBOOT = 1, 10
 
@@ -94,8 +94,8 @@ class GpuWizardApp(App[str]):
     async def conduct(self) -> None:
         await self.shell.show(LookingView())
         driver = self.driver = await asyncio.to_thread(self.make_driver)
+        from gpuwizard.core.request import SetupRequest
         from gpuwizard.setup.flow import Detect, Exit, Looking, next_stage  # loaded: make_driver
-        from gpuwizard.setup.request import SetupRequest
 
         self.show_machine()
         shown: Stage | None = None

@@ -22,6 +22,7 @@ from gpuwizard.frontends.inputs import MIB, InputError, read_text
 
 if TYPE_CHECKING:
     from gpuwizard.core.facts import HostFacts
+    from gpuwizard.core.request import SetupRequest
     from gpuwizard.export.answers import Answers
     from gpuwizard.frontends.secretinput import Secret
     from gpuwizard.machine import Machine
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from gpuwizard.recommend.table import CompatTable
     from gpuwizard.recommend.target import Target
     from gpuwizard.runner.control import Backend
-    from gpuwizard.setup.request import SetupRequest
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -115,7 +115,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         request = requested(args)
         if request.keep_driver and target.driver is None:
             raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
-        result = recommend(table, target, request.engine_choices)
+        result = recommend(table, target, request)
     except BadInput as error:
         raise UsageError(str(error)) from None
     online = online_report(table) if args.online else None
@@ -260,7 +260,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
     import os
 
     from gpuwizard.frontends.headless import ApplyError, ApplyRequest, apply
-    from gpuwizard.setup.request import from_answers
 
     setup = requested(args)
     answers = None
@@ -268,13 +267,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if setup.pinned:
             raise UsageError("--config gives every choice; drop the other choice and option flags")
         answers = read_answers(args.config)
-        setup = from_answers(answers)
+        setup = answers.request
     elif args.accept_changes or args.force:
         flag = "--accept-changes" if args.accept_changes else "--force"
         raise UsageError(f"{flag} goes with --config answers.yaml")
     rebooted = None if args.rebooted is None else args.rebooted == "yes"
     request = ApplyRequest(
-        dataclasses.replace(setup, rebooted=rebooted), yes=args.yes, dry_run=args.dry_run, verbose=args.verbose,
+        setup, yes=args.yes, dry_run=args.dry_run, verbose=args.verbose, rebooted=rebooted,
         answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
         force=args.force or os.environ.get("GPUWIZARD_FORCE") == "1",
     )  # fmt: skip
@@ -311,25 +310,16 @@ def given_secrets(args: argparse.Namespace) -> dict[str, Secret]:
 
 
 def requested(args: argparse.Namespace) -> SetupRequest:
-    """Every choice the command line gives (recommend, apply, export), its pins checked
-    against the table: a value gpuwizard never offers is one line, exit 2."""
-    from gpuwizard.recommend.pins import check_choices
+    """Every wish the command line gives (recommend, apply, export), checked: a value of the
+    wrong form, or one gpuwizard never offers, is one line, exit 2."""
+    from gpuwizard.frontends.cliargs import wishes_given
+    from gpuwizard.recommend.pins import check_request
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
-    from gpuwizard.setup.request import SetupRequest
 
-    given = vars(args)
-    request = SetupRequest(
-        torch=args.torch, variant=args.variant, driver_branch=args.driver_branch,
-        driver_flavour=args.kernel_modules, python=args.env_python,
-        keep_driver=given.get("keep_driver", False), needs_nvcc=given.get("needs_nvcc", False),
-        env_kind=given.get("env", "venv"), env_name=given.get("env_name", "pytorch"),
-        cudnn=given.get("cudnn", False), docker=given.get("docker", False),
-        dcgm=given.get("dcgm", False), nccl=given.get("nccl", False),
-        hold_driver=given.get("hold_driver", False), persistence=not given.get("no_persistence", False),
-    )  # fmt: skip
+    request = wishes_given(args)
     try:
-        check_choices(load_table(), request.engine_choices)
+        check_request(load_table(), request)
     except BadInput as error:
         raise UsageError(str(error)) from None
     return request

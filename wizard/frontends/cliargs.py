@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gpuwizard import __version__
 from gpuwizard.frontends.inputs import InputError, check_path
+
+if TYPE_CHECKING:
+    from gpuwizard.core.request import SetupRequest
 
 
 class UsageError(Exception):
@@ -61,23 +64,51 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def add_pins(parser: argparse.ArgumentParser) -> None:
-    """The driver and Python pins, the same on recommend, apply and export."""
-    pins = parser.add_argument_group("driver and Python (default: the engine chooses)")
-    pins.add_argument(
-        "--driver-branch",
-        type=text_arg,
-        metavar="BRANCH",
-        help="a driver branch to install, e.g. 580",
-    )
-    pins.add_argument(
-        "--kernel-modules", choices=("open", "proprietary"),
-        help="the driver's kernel modules: open or proprietary (where the GPUs allow both)",
-    )  # fmt: skip
-    pins.add_argument(
-        "--env-python", type=text_arg, metavar="X.Y",
-        help="the environment's Python: the OS's python3 or one its archive packages, e.g. 3.11",
-    )  # fmt: skip
+GROUPS = {
+    "pins": "PyTorch and driver (default: gpuwizard picks what fits)",
+    "environment": "the Python environment",
+    "parts": "what else to set up",
+}
+"""Each group of wishes as ``--help`` heads it."""
+
+
+def add_wishes(parser: argparse.ArgumentParser, engine_only: bool = False) -> None:
+    """An option for each wish (``gpuwizard.core.request``); ``engine_only``: only those the
+    engine reads (``recommend`` answers what fits, not where it goes)."""
+    from gpuwizard.core.request import WISHES
+
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for wish in WISHES:
+        if engine_only and not wish.engine:
+            continue
+        if wish.group not in groups:
+            groups[wish.group] = parser.add_argument_group(GROUPS[wish.group])
+        group = groups[wish.group]
+        if isinstance(_default(wish.name), bool):
+            group.add_argument(wish.flag, action="store_true", help=wish.help)
+        elif wish.values:
+            group.add_argument(wish.flag, choices=wish.values, help=wish.help)
+        else:
+            group.add_argument(wish.flag, type=text_arg, metavar=wish.metavar, help=wish.help)
+
+
+def _default(name: str) -> object:
+    from gpuwizard.core.request import SetupRequest
+
+    return getattr(SetupRequest(), name)
+
+
+def wishes_given(args: argparse.Namespace) -> SetupRequest:
+    """The request the options ask for: each wish its flag gave, the others as by default."""
+    from gpuwizard.core.request import WISHES, SetupRequest
+
+    given: dict[str, object] = {}
+    for wish in WISHES:
+        value = getattr(args, wish.dest, None)
+        if value is None or value is False:
+            continue  # not given: the default
+        given[wish.name] = not value if wish.turns_off else value
+    return SetupRequest(**given)  # type: ignore[arg-type]
 
 
 def detect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,17 +133,7 @@ def recommend_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--driver", metavar="VERSION", help="the driver already installed")
     source.add_argument("--driver-flavor", choices=("open", "proprietary"))
     source.add_argument("--python", metavar="X.Y", help="the system python3 version")
-    parser.add_argument(
-        "--torch", metavar="VERSION", help="a release (2.14.1), a series (2.5) or latest"
-    )
-    parser.add_argument("--variant", metavar="cuXYZ", help="a CUDA build, e.g. cu126")
-    parser.add_argument(
-        "--keep-driver", action="store_true", help="never change the installed driver"
-    )
-    parser.add_argument(
-        "--needs-nvcc", action="store_true", help="also install the matching CUDA toolkit"
-    )
-    add_pins(parser)
+    add_wishes(parser, engine_only=True)
     parser.add_argument(
         "--online",
         action="store_true",
@@ -133,24 +154,7 @@ def apply_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reset", action="store_true", help="simulation only: start the simulated host over"
     )
-    parser.add_argument("--torch", metavar="VERSION")
-    parser.add_argument("--variant", metavar="cuXYZ")
-    parser.add_argument("--keep-driver", action="store_true")
-    add_pins(parser)
-    parser.add_argument(
-        "--needs-nvcc", action="store_true", help="also install the CUDA toolkit (nvcc)"
-    )
-    parser.add_argument(
-        "--env", choices=("venv", "conda"), default="venv", help="Python environment kind"
-    )
-    parser.add_argument("--env-name", default="pytorch", help="name under /opt/gpuwizard/envs")
-    for extra in ("cudnn", "docker", "dcgm", "nccl", "hold-driver"):
-        parser.add_argument(
-            f"--{extra}", action="store_true", help=f"also set up {extra.replace('-', ' ')}"
-        )
-    parser.add_argument(
-        "--no-persistence", action="store_true", help="leave nvidia-persistenced off"
-    )
+    add_wishes(parser)
     parser.add_argument(
         "--config",
         type=path_arg,
@@ -233,11 +237,7 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="export the plan of an answers.yaml for this machine",
     )
-    parser.add_argument(
-        "--torch", metavar="VERSION", help="with pins: export a fresh plan of these choices"
-    )
-    parser.add_argument("--variant", metavar="cuXYZ")
-    add_pins(parser)
+    add_wishes(parser)
     parser.add_argument(
         "--accept-changes",
         action="store_true",

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.answers import Answers
 from gpuwizard.export.formats import FORMATS, ExportFile, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportError, ExportSource
@@ -21,10 +22,8 @@ from gpuwizard.machine import Machine
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.files import write_files
-from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.flow import PlanRefused
 from gpuwizard.setup.plan import Replay, plan_request
-from gpuwizard.setup.request import SetupRequest, from_answers
 from gpuwizard.setup.setups import SetupError, exportable_setup
 
 DEFAULT_DIR = "gpuwizard-export"
@@ -56,7 +55,7 @@ def source_planned(
     machine: Machine, answers: Answers | None, accept: bool, asked: SetupRequest
 ) -> ExportSource:
     facts = detect_host(machine.host())
-    request = from_answers(answers) if answers else asked
+    request = answers.request if answers else asked
     # export has no --force: its --accept-changes plans anyway (it changes nothing here).
     replay = (
         Replay(answers, accept, force=accept, force_flag="--accept-changes") if answers else None
@@ -64,7 +63,7 @@ def source_planned(
     planned = plan_request(load_table(), facts, request, replay)
     if isinstance(planned, PlanRefused):
         raise ExportUsageError(planned.why, planned.code, no_gpu=planned.no_gpu)
-    return ExportSource(planned.plan, planned.selection, facts, asked=request.engine_choices)
+    return ExportSource(planned.plan, planned.selection, facts)
 
 
 FRESH_NOTE = "no setup was run here yet: exported the recommended plan for this machine"
@@ -79,7 +78,7 @@ def choose_source(
     if answers is not None or asked.pinned:
         return source_planned(machine, answers, accept, asked), None
     try:
-        setup = exportable_setup(machine.state_dir, asked_in(machine.state_dir))
+        setup = exportable_setup(machine.state_dir)
     except SetupError as error:
         raise ExportUsageError(str(error)) from None
     if setup is not None:

@@ -20,6 +20,7 @@ from typing import TextIO
 
 from gpuwizard.core.hints import match as known_error
 from gpuwizard.core.plan import Plan, SecretRef, WriteFile, secrets_in
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.answers import Answers
 from gpuwizard.frontends.secretinput import Secret
 from gpuwizard.runner import events as ev
@@ -30,7 +31,6 @@ from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold,
 from gpuwizard.setup import flow
 from gpuwizard.setup.driver import RunEvents, SetupDriver
 from gpuwizard.setup.plan import Replay, has_work
-from gpuwizard.setup.request import SetupRequest
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
 POLL_S = 0.1
@@ -52,6 +52,8 @@ class ApplyRequest:
     yes: bool = False
     dry_run: bool = False
     verbose: bool = False
+    rebooted: bool | None = None
+    """``--rebooted yes|no``: whether the machine restarted, where no boot signal can tell."""
     answers: Answers | None = None
     """Replaying an answers file: the request above comes from it."""
     accept_changes: bool = False
@@ -403,8 +405,6 @@ class Script:
 
 def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
     """Run the state machine to the end with scripted answers; the exit code."""
-    # Flags given on the command line insist: a run in progress made from others is refused.
-    request = replace(request, setup=replace(request.setup, insists=True))
     replay = (
         Replay(request.answers, request.accept_changes, request.force) if request.answers else None
     )
@@ -418,7 +418,8 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
 
 
 def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
-    stage: flow.Stage = flow.Looking(request.setup)
+    # Wishes given on the command line insist: a run in progress made from others is refused.
+    stage: flow.Stage = flow.Looking(request.setup, insists=True, rebooted=request.rebooted)
     effects: tuple[flow.Effect, ...] = (flow.Detect(),)
     picked_up = False
     while True:

@@ -16,6 +16,7 @@ from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.paths import DEFAULT_ENV
 from gpuwizard.core.plan import assert_never
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.core.version import Version
 from gpuwizard.export.formats import FORMATS, render
@@ -23,7 +24,7 @@ from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.os_support import match_os
-from gpuwizard.recommend.result import Choices, Recommendation, Refusal
+from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import Target, target_from_facts
@@ -34,7 +35,7 @@ from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RebootView, RestartQuestionView
-from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.recommend import Offers, RecommendView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
@@ -42,9 +43,7 @@ from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
 from gpuwizard.screens.waiting import LookingView
 from gpuwizard.setup import flow
-from gpuwizard.setup.disk import asked_in
 from gpuwizard.setup.driver import SetupDriver
-from gpuwizard.setup.request import SetupRequest
 from gpuwizard.setup.setups import SetupError, exportable_setup
 
 DATALOAD_DIR = "/var/tmp"
@@ -105,24 +104,40 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     target = target_from_facts(stage.context.facts, table)
 
     def recompute(request: SetupRequest) -> Recommendation | Refusal:
-        return recommend(table, target, request.engine_choices)
+        return recommend(table, target, request)
 
     request = stage.context.request
-    versions = sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True)
-    builds = {r.version: r.variants for r in table.torch_releases}
-    installed = (
-        target.driver.version if target.driver and not target.driver_managed_elsewhere else None
-    )
     return RecommendView(
-        recompute(request), request, recompute, versions, stage.note, builds, installed,
-        offered_pins(table, target),
-    )  # fmt: skip
+        recompute(request), request, recompute, offers_on(table, target), stage.note
+    )
+
+
+def offers_on(table: CompatTable, target: Target) -> Offers:
+    """What this host offers for each wish: every known release, the chosen release's CUDA
+    builds, the driver branches, kernel modules and Pythons it can have, and keeping the
+    driver only where one is installed (and owned here)."""
+    versions = tuple(sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True))  # fmt: skip
+    builds = {r.version: r.variants for r in table.torch_releases}
+    pins = offered_pins(table, target)
+    driver = target.driver
+    kept = (driver.version,) if driver and not target.driver_managed_elsewhere else ()
+
+    def offers(
+        request: SetupRequest, result: Recommendation | Refusal
+    ) -> dict[str, tuple[str, ...]]:
+        release = request.torch
+        if release not in builds and isinstance(result, Recommendation):
+            release = result.torch.version  # the builds of the release recommended
+        variants = builds.get(release, ()) if release else ()
+        return {"torch": versions, "variant": variants, **pins, "keep_driver": kept}
+
+    return offers
 
 
 def offered_pins(table: CompatTable, target: Target) -> dict[str, tuple[str, ...]]:
     """The driver branches, kernel modules and Pythons this host offers, to choose from."""
     if target.driver_managed_elsewhere:
-        return {}
+        return {"driver_branch": (), "driver_flavour": (), "python": ()}
     os_row = match_os(table, target.os_id or "", target.os_version or "")
     return {
         "driver_branch": pinned.offered_branches(table, os_row),
@@ -155,12 +170,10 @@ def benchmark_view(
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
-    kept = driver.disk().request  # the pins this run was made from, for answers.yaml
-    asked = kept.engine_choices if kept else Choices()
-    source, note = ExportSource(stage.plan, stage.selection, stage.facts, asked=asked), None
+    source, note = ExportSource(stage.plan, stage.selection, stage.facts), None
     if source.already_set_up:  # this run only verified: export the run that set it up
         try:
-            setup = exportable_setup(driver.state_dir, asked_in(driver.state_dir))
+            setup = exportable_setup(driver.state_dir)
         except SetupError:
             setup = None
         if setup is not None:

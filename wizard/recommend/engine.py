@@ -20,18 +20,19 @@ sentences.
 
 from __future__ import annotations
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.version import Version, at_least, is_version, variant_cuda
 from gpuwizard.recommend import debian_native, explain, pinned
 from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.refusal import refusal_from
-from gpuwizard.recommend.result import Choices, Recommendation, Refusal, Search
+from gpuwizard.recommend.result import Recommendation, Refusal, Search
 from gpuwizard.recommend.rules import THIRD_PARTY, Candidate, DriverAction, DriverOption, failures
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import BadInput, Target
 
 # "Starting in the 560 driver release series, the open kernel module flavor is the default" [S14]
 _OPEN_DEFAULT_FROM = 560
-_NO_PINS = Choices()
+_NO_PINS = SetupRequest()
 
 
 def resolve_torch(table: CompatTable, pin: str | None) -> tuple[TorchRelease, ...]:
@@ -58,13 +59,13 @@ def _newest_first(releases: tuple[TorchRelease, ...]) -> list[TorchRelease]:
 
 
 def driver_options(
-    table: CompatTable, target: Target, os_row: OsRelease | None, choices: Choices
+    table: CompatTable, target: Target, os_row: OsRelease | None, request: SetupRequest
 ) -> tuple[DriverOption, ...]:
     options: list[DriverOption] = []
     current = target.driver
     if current:
         options.append(DriverOption("keep", current.branch, current.version, current.flavor))
-    if target.driver_managed_elsewhere or choices.keep_driver or os_row is None:
+    if target.driver_managed_elsewhere or request.keep_driver or os_row is None:
         return tuple(options)
     action: DriverAction = "install" if current is None else "upgrade"
     for branch in os_row.driver_branches:
@@ -134,45 +135,45 @@ def rank(table: CompatTable, c: Candidate, platform: str = "x86_64") -> tuple[in
     )
 
 
-def search(table: CompatTable, target: Target, choices: Choices) -> Search:
+def search(table: CompatTable, target: Target, request: SetupRequest) -> Search:
     """Try releases newest first; the first release with a passing candidate wins."""
     os_row = match_os(table, target.os_id or "", target.os_version or "")
-    releases = resolve_torch(table, choices.torch)
-    if choices.variant and not any(
-        choices.variant in (*r.variants, *r.aarch64) for r in table.torch_releases
+    releases = resolve_torch(table, request.torch)
+    if request.variant and not any(
+        request.variant in (*r.variants, *r.aarch64) for r in table.torch_releases
     ):
-        raise BadInput(f"--variant {choices.variant!r}: no PyTorch release has that build")
-    options = driver_options(table, target, os_row, choices)
-    usable = tuple(o for o in options if pinned.allowed(o, choices))
+        raise BadInput(f"--variant {request.variant!r}: no PyTorch release has that build")
+    options = driver_options(table, target, os_row, request)
+    usable = tuple(o for o in options if pinned.allowed(o, request))
     closest: Candidate | None = None
     tried: list[Candidate] = []
     for release in releases:
         scored = [
-            (c, len(failures(table, target, c, choices.needs_nvcc)), rank(table, c, target.arch))
-            for c in candidates(table, target, release, usable, choices.variant, choices.python)
+            (c, len(failures(table, target, c, request.needs_nvcc)), rank(table, c, target.arch))
+            for c in candidates(table, target, release, usable, request.variant, request.python)
         ]
         if closest is None and scored:
             closest = min(scored, key=lambda s: (s[1], s[2]))[0]
         passing = [s for s in scored if s[1] == 0]
         if passing:
             winner = min(passing, key=lambda s: s[2])[0]
-            return Search(target, os_row, choices, winner, winner, options, releases)
+            return Search(target, os_row, request, winner, winner, options, releases)
         tried += [s[0] for s in scored]
-    return Search(target, os_row, choices, None, closest, options, releases, tuple(tried))
+    return Search(target, os_row, request, None, closest, options, releases, tuple(tried))
 
 
 def recommend(
-    table: CompatTable, target: Target, choices: Choices = _NO_PINS
+    table: CompatTable, target: Target, request: SetupRequest = _NO_PINS
 ) -> Recommendation | Refusal:
     """The recommendation for a target, or a refusal that says why and what would help."""
     if refusal := explain.precondition_refusal(table, target):
         return refusal
     os_row = match_os(table, target.os_id or "", target.os_version or "")
-    if why := pinned.pin_refusal(table, target, os_row, choices):
+    if why := pinned.pin_refusal(table, target, os_row, request):
         return Refusal(why, explain.summarise_gpus(target.gpus))
-    found = search(table, target, choices)
+    found = search(table, target, request)
     if found.winner is None:
-        if why := pinned.nothing_allowed(found.options, choices, found.os_row):
+        if why := pinned.nothing_allowed(found.options, request, found.os_row):
             return Refusal(why, explain.summarise_gpus(target.gpus))
         return refusal_from(table, found)
     return explain.recommendation_from(table, found)

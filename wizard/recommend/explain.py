@@ -121,7 +121,7 @@ def _python_plan(target: Target, release: TorchRelease, pin: str | None) -> Pyth
 
 
 def _toolkit_plan(table: CompatTable, found: Search, winner: Candidate) -> ToolkitPlan | None:
-    if not found.choices.needs_nvcc or found.os_row is None:
+    if not found.request.needs_nvcc or found.os_row is None:
         return None
     cuda = variant_cuda(winner.variant)
     major, minor = cuda.split(".")
@@ -133,7 +133,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
     winner = found.winner
     assert winner is not None
     target = found.target
-    python = _python_plan(target, winner.torch, found.choices.python)
+    python = _python_plan(target, winner.torch, found.request.python)
     driver = _driver_plan(table, found, winner)
     changes = change_list.changes(table, target, found.os_row, driver, python, winner.torch)
     release = winner.torch
@@ -168,12 +168,12 @@ def reasons(
         for g in summarise_gpus(target.gpus)
     ]
     out.append(_driver_reason(table, target, winner.driver, driver))
-    branch, flavour = found.choices.driver_branch, found.choices.driver_flavour
+    branch, flavour = found.request.driver_branch, found.request.driver_flavour
     if branch or flavour:
         asked = " ".join(p for p in (f"R{branch}" if branch else "", flavour or "") if p)
         out[-1] += f" (as requested: {asked})"
     release = winner.torch
-    if found.choices.torch:
+    if found.request.torch:
         out.append(f"torch {release.version}: as requested")
     elif release.confirmed:
         out.append(
@@ -244,7 +244,7 @@ def _variant_reason(table: CompatTable, winner: Candidate, platform: str) -> str
 
 
 def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejected]:
-    target, needs_nvcc = found.target, found.choices.needs_nvcc
+    target, needs_nvcc = found.target, found.request.needs_nvcc
     out: list[Rejected] = []
     out += _rejected_releases(table, found, chosen)
     for variant in chosen.torch.builds_for(target.arch):
@@ -282,9 +282,9 @@ def _driver_rejected(
     table: CompatTable, found: Search, chosen: Candidate, option: DriverOption
 ) -> str:
     """Why a driver option lost: the pins exclude it, a rule fails, or it ranks lower."""
-    if excluded := pinned.excluded_by_pin(option, found.choices):
+    if excluded := pinned.excluded_by_pin(option, found.request):
         return excluded
-    target, needs_nvcc = found.target, found.choices.needs_nvcc
+    target, needs_nvcc = found.target, found.request.needs_nvcc
     alt = Candidate(chosen.torch, chosen.variant, chosen.build, option, chosen.python)
     problems = failures(table, target, alt, needs_nvcc)
     if not problems:
@@ -295,7 +295,7 @@ def _driver_rejected(
 
 
 def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejected]:
-    if found.choices.torch:
+    if found.request.torch:
         return []
     newer = [
         r

@@ -7,14 +7,14 @@ Python neither the OS ships nor its archive packages beside it. Each refusal is 
 same from the command line, an answers replay and the TUI. The GPU and CUDA-build fit of a
 pinned branch or flavour are the rules' business (``rules.py``), like any other candidate's.
 
-Pure: the table, the target and the choices come in; it never searches.
+Pure: the table, the target and the request come in; it never searches.
 """
 
 from __future__ import annotations
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend import debian_native
 from gpuwizard.recommend.os_support import OsRelease
-from gpuwizard.recommend.result import Choices
 from gpuwizard.recommend.rules import DriverOption
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import Target
@@ -43,26 +43,26 @@ def _installable(table: CompatTable, branch: str) -> bool:
 
 
 def _driver_refusal(
-    table: CompatTable, target: Target, os_row: OsRelease | None, choices: Choices
+    table: CompatTable, target: Target, os_row: OsRelease | None, request: SetupRequest
 ) -> str | None:
-    branch = choices.driver_branch
-    if branch is None and choices.driver_flavour is None:
+    branch = request.driver_branch
+    if branch is None and request.driver_flavour is None:
         return None
-    asked = f"R{branch}" if branch else f"the {choices.driver_flavour} kernel modules"
+    asked = f"R{branch}" if branch else f"the {request.driver_flavour} kernel modules"
     if target.driver_managed_elsewhere:
         owner = "Windows (WSL)" if target.wsl else f"the {target.container} container's host"
         return f"{asked} cannot be chosen here: the driver belongs to {owner}"
     kept = target.driver.flavor if target.driver else None
     if (
-        choices.keep_driver
-        and choices.driver_flavour
-        and kept not in (choices.driver_flavour, None)
+        request.keep_driver
+        and request.driver_flavour
+        and kept not in (request.driver_flavour, None)
     ):
         return f"{asked} and keeping the installed driver contradict each other: it has the {kept} ones"
     if branch is None:
         return None
     installed = target.driver.branch if target.driver else None
-    if choices.keep_driver and installed != branch:
+    if request.keep_driver and installed != branch:
         has = f"R{installed}" if installed else "no driver"
         return (
             f"R{branch} and keeping the installed driver contradict each other: this host has {has}"
@@ -75,59 +75,59 @@ def _driver_refusal(
     return f"R{branch} is not offered on {where}: gpuwizard installs {listed} there"
 
 
-def _python_refusal(target: Target, os_row: OsRelease | None, choices: Choices) -> str | None:
-    if choices.python is None or os_row is None:
+def _python_refusal(target: Target, os_row: OsRelease | None, request: SetupRequest) -> str | None:
+    if request.python is None or os_row is None:
         return None
     offered = offered_pythons(target, os_row)
-    if choices.python in offered:
+    if request.python in offered:
         return None
     return (
-        f"Python {choices.python} is not offered on {os_row.label}: it has "
+        f"Python {request.python} is not offered on {os_row.label}: it has "
         f"{', '.join(offered)} (gpuwizard installs only a Python the OS's archive packages)"
     )
 
 
 def pin_refusal(
-    table: CompatTable, target: Target, os_row: OsRelease | None, choices: Choices
+    table: CompatTable, target: Target, os_row: OsRelease | None, request: SetupRequest
 ) -> str | None:
     """Why the driver or Python pins cannot be honoured on this host, in one line; None: they can."""
-    return _driver_refusal(table, target, os_row, choices) or _python_refusal(
-        target, os_row, choices
+    return _driver_refusal(table, target, os_row, request) or _python_refusal(
+        target, os_row, request
     )
 
 
-def allowed(option: DriverOption, choices: Choices) -> bool:
+def allowed(option: DriverOption, request: SetupRequest) -> bool:
     """The pins allow this driver option (a kept driver of unknown flavour passes a flavour pin)."""
-    if choices.driver_branch is not None and option.branch != choices.driver_branch:
+    if request.driver_branch is not None and option.branch != request.driver_branch:
         return False
-    flavour = choices.driver_flavour
+    flavour = request.driver_flavour
     return flavour is None or option.flavor in (flavour, None)
 
 
-def excluded_by_pin(option: DriverOption, choices: Choices) -> str | None:
+def excluded_by_pin(option: DriverOption, request: SetupRequest) -> str | None:
     """Why an alternative the pins exclude was not chosen (None: the pins allow it)."""
-    if choices.driver_branch is not None and option.branch != choices.driver_branch:
-        return f"not the branch asked for (R{choices.driver_branch})"
-    if choices.driver_flavour is not None and option.flavor not in (choices.driver_flavour, None):
-        return f"not the kernel modules asked for ({choices.driver_flavour})"
+    if request.driver_branch is not None and option.branch != request.driver_branch:
+        return f"not the branch asked for (R{request.driver_branch})"
+    if request.driver_flavour is not None and option.flavor not in (request.driver_flavour, None):
+        return f"not the kernel modules asked for ({request.driver_flavour})"
     return None
 
 
 def nothing_allowed(
-    options: tuple[DriverOption, ...], choices: Choices, os_row: OsRelease | None
+    options: tuple[DriverOption, ...], request: SetupRequest, os_row: OsRelease | None
 ) -> str | None:
     """Why the driver pins leave no option at all here (R535 with open modules on Debian 12,
     where Debian's R535 has only the proprietary ones), naming what is offered; None when some
     option is allowed or nothing is pinned."""
-    if not options or any(allowed(o, choices) for o in options):
+    if not options or any(allowed(o, request) for o in options):
         return None
-    if choices.driver_branch is None and choices.driver_flavour is None:
+    if request.driver_branch is None and request.driver_flavour is None:
         return None
     asked = " ".join(
         p
         for p in (
-            f"R{choices.driver_branch}" if choices.driver_branch else "",
-            choices.driver_flavour,
+            f"R{request.driver_branch}" if request.driver_branch else "",
+            request.driver_flavour,
         )
         if p
     )

@@ -1,22 +1,43 @@
-"""The person's pins (a torch release, a CUDA build, a driver branch and its kernel modules, the
-environment's Python) checked against the table before anything is searched: a release, a build,
-a branch or a Python that gpuwizard never offers anywhere, or a pair that never existed together
-(torch 2.15 for Python 3.10), is bad input with one line naming the value, whatever the host.
+"""The person's pins (a torch release, a CUDA build, a driver branch, the environment's Python)
+checked against the table before anything is searched: a release, a build, a branch or a Python
+that gpuwizard never offers anywhere, or a pair that never existed together (torch 2.15 for
+Python 3.10), is bad input with one line naming the value, whatever the host.
 
-Used for the command line (``--torch``, ``--variant``, ``--driver-branch``, ``--kernel-modules``,
-``--env-python``) and for answers files (``choices.torch``, ...) alike; pins that exist but do not
-fit a host are the engine's business (a refusal, exit 3: ``pinned.py`` and the rules), not this
-module's.
+The form of every wish is its declaration's to check (``core.request``); this module adds what
+the table knows. Used for the command line (named by flag: ``--torch``) and for answers files
+(named by key: ``request.torch``) alike; pins that exist but do not fit a host are the engine's
+business (a refusal, exit 3: ``pinned.py`` and the rules), not this module's.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 
-from gpuwizard.core.version import Version, is_cuda_variant, is_version, variant_cuda
-from gpuwizard.recommend.result import Choices
+from gpuwizard.core.request import RequestError, SetupRequest, Wish, check_form, wish_named
+from gpuwizard.core.version import Version, variant_cuda
 from gpuwizard.recommend.table import CompatTable, DriverBranch, TorchRelease
 from gpuwizard.recommend.target import BadInput
+
+Namer = Callable[[Wish], str]
+"""How the caller names a wish in its one-line error: a flag, or an answers key."""
+
+
+def by_flag(declared: Wish) -> str:
+    return declared.flag
+
+
+def check_request(table: CompatTable, request: SetupRequest, name_of: Namer = by_flag) -> None:
+    """Every wish's form, then every pin against the table, in the order a person reads them;
+    BadInput names the first that is wrong."""
+    try:
+        check_form(request, name_of)
+    except RequestError as error:
+        raise BadInput(str(error)) from None
+    torch = name_of(wish_named("torch"))
+    _check_torch(table, request.torch, torch)
+    _check_variant(table, request.variant, request.torch, (name_of(wish_named("variant")), torch))
+    _check_branch(table, request.driver_branch, name_of(wish_named("driver_branch")))
+    _check_python(table, request.python, request.torch, (name_of(wish_named("python")), torch))
 
 
 def _series(table: CompatTable, pin: str) -> list[TorchRelease]:
@@ -32,13 +53,9 @@ def _known_range(table: CompatTable) -> str:
     return f"{versions[0]} to {versions[-1]}"
 
 
-def check_torch(table: CompatTable, pin: str | None, name: str = "--torch") -> None:
+def _check_torch(table: CompatTable, pin: str | None, name: str) -> None:
     if pin is None or pin == "latest":
         return
-    if not is_version(pin) or pin != pin.strip():
-        raise BadInput(
-            f"{name} {pin!r}: expected a version like 2.14.1, a series like 2.5, or latest"
-        )
     if not _series(table, pin):
         raise BadInput(
             f"{name} {pin!r}: no such PyTorch release in gpuwizard's table ({_known_range(table)}; "
@@ -46,18 +63,13 @@ def check_torch(table: CompatTable, pin: str | None, name: str = "--torch") -> N
         )
 
 
-def check_variant(
-    table: CompatTable,
-    variant: str | None,
-    torch: str | None,
-    names: tuple[str, str] = ("--variant", "--torch"),
+def _check_variant(
+    table: CompatTable, variant: str | None, torch: str | None, names: tuple[str, str]
 ) -> None:
     """``variant`` must be a CUDA build some release had, and one of the pinned release's."""
     if variant is None:
         return
     name, torch_name = names
-    if not is_cuda_variant(variant):
-        raise BadInput(f"{name} {variant!r}: expected a CUDA build name like cu126 or cu130")
     every = {v for r in table.torch_releases for v in r.variants}
     if variant not in every:
         known = sorted(every, key=lambda v: Version.parse(variant_cuda(v)))
@@ -77,24 +89,11 @@ def check_variant(
         )
 
 
-def check_pins(
-    table: CompatTable,
-    torch: str | None,
-    variant: str | None,
-    names: tuple[str, str] = ("--torch", "--variant"),
-) -> None:
-    """Both pins, in the order a person reads them; BadInput names the first that is wrong."""
-    check_torch(table, torch, names[0])
-    check_variant(table, variant, torch, (names[1], names[0]))
-
-
-def check_branch(table: CompatTable, branch: str | None, name: str = "--driver-branch") -> None:
+def _check_branch(table: CompatTable, branch: str | None, name: str) -> None:
     """A driver branch gpuwizard knows and can install somewhere (its number alone: 580)."""
     if branch is None:
         return
     installable = sorted((d.branch for d in table.drivers if d.installable), key=int)
-    if not branch.isascii() or not branch.isdigit() or len(branch) > 4:
-        raise BadInput(f"{name} {branch!r}: expected a driver branch number like 580")
     row = table.branch(branch)
     if row is None or not row.installable:
         why = f"R{branch} is not in gpuwizard's table" if row is None else _not_installable(row)
@@ -107,23 +106,13 @@ def _not_installable(row: DriverBranch) -> str:
     return f"R{row.branch} reached its end of life in {row.eol}"
 
 
-FLAVOURS = ("open", "proprietary")
-
-
-def check_flavour(flavour: str | None, name: str = "--kernel-modules") -> None:
-    if flavour is not None and flavour not in FLAVOURS:
-        raise BadInput(f"{name} {flavour!r}: expected open or proprietary")
-
-
-def check_python(
+def _check_python(
     table: CompatTable, python: str | None, torch: str | None, names: tuple[str, str]
 ) -> None:
     """A CPython minor (3.11) that a release ships wheels for: the pinned one, else any."""
     if python is None:
         return
     name, torch_name = names
-    if not _MINOR.fullmatch(python):
-        raise BadInput(f"{name} {python!r}: expected a Python version like 3.11")
     every = torch is None or torch == "latest"
     releases = list(table.torch_releases) if torch is None or every else _series(table, torch)
     ranges = [r.python for r in releases]
@@ -143,26 +132,5 @@ def check_python(
     )
 
 
-_MINOR = re.compile(r"3\.\d{1,2}")
-
-
 def _within(version: str, low: str, high: str) -> bool:
     return Version.parse(low) <= Version.parse(version) <= Version.parse(high)
-
-
-PIN_NAMES = {
-    "torch": "--torch",
-    "variant": "--variant",
-    "driver_branch": "--driver-branch",
-    "driver_flavour": "--kernel-modules",
-    "python": "--env-python",
-}
-"""Each pin's name on the command line; an answers file names them ``choices.<field>``."""
-
-
-def check_choices(table: CompatTable, choices: Choices, names: dict[str, str] = PIN_NAMES) -> None:
-    """Every pin, in the order a person reads them; BadInput names the first that is wrong."""
-    check_pins(table, choices.torch, choices.variant, (names["torch"], names["variant"]))
-    check_branch(table, choices.driver_branch, names["driver_branch"])
-    check_flavour(choices.driver_flavour, names["driver_flavour"])
-    check_python(table, choices.python, choices.torch, (names["python"], names["torch"]))

@@ -1,64 +1,36 @@
-"""From a recommendation and the user's options to the Selection the steps install, and the Plan.
+"""From a recommendation and the person's request to the Selection the steps install, and the Plan.
 
-The recommender answers "what fits"; the user decides the rest (venv or conda, the optional
-parts). This module joins the two into a ``Selection``, picks where the environment's Python
-comes from (system, a distribution package, or a standalone CPython), and builds the plan the
-user reviews. Pure.
+The recommender answers "what fits"; the request says the rest (venv or conda, its name, the
+optional parts). This module joins the two into a ``Selection`` (which keeps the request), picks
+where the environment's Python comes from (system, a distribution package, or a standalone
+CPython), and builds the plan the person reviews. Pure.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.paths import ENVS_DIR, MINIFORGE_DIR
 from gpuwizard.core.plan import Plan
-from gpuwizard.core.selection import (
-    DriverChoice,
-    EnvChoice,
-    EnvKind,
-    Extras,
-    PythonSource,
-    Selection,
-    TorchChoice,
-)
+from gpuwizard.core.request import SetupRequest, form_problem, wish_named
+from gpuwizard.core.selection import DriverChoice, EnvChoice, PythonSource, Selection, TorchChoice
 from gpuwizard.core.version import Version
 from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.steps import build_plan
 
-_ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
 
 class OptionsError(ValueError):
     """An option the user gave cannot be used; the message names it."""
 
 
-@dataclass(frozen=True)
-class Options:
-    """What the user chooses beyond the recommendation."""
-
-    env_kind: EnvKind = "venv"
-    env_name: str = "pytorch"
-    needs_nvcc: bool = False
-    cudnn: bool = False
-    docker: bool = False
-    dcgm: bool = False
-    nccl: bool = False
-    hold_driver: bool = False
-    persistence: bool = True
-
-
-def env_path(options: Options) -> str:
-    if not _ENV_NAME.match(options.env_name):
-        raise OptionsError(
-            f"environment name {options.env_name!r}: use letters, digits, '.', '_' or '-' "
-            "(at most 64), starting with a letter or digit"
-        )
-    base = f"{MINIFORGE_DIR}/envs" if options.env_kind == "conda" else ENVS_DIR
-    return f"{base}/{options.env_name}"
+def env_path(request: SetupRequest) -> str:
+    """Where the environment goes; the name becomes a path, so its form is checked again here."""
+    why = form_problem(wish_named("env_name"), request.env_name)
+    if why is not None:
+        raise OptionsError(f"environment name {request.env_name!r}: {why}")
+    base = f"{MINIFORGE_DIR}/envs" if request.env_kind == "conda" else ENVS_DIR
+    return f"{base}/{request.env_name}"
 
 
 def python_source(
@@ -80,7 +52,7 @@ def python_source(
 
 
 def selection_for(
-    facts: HostFacts, recommendation: Recommendation, options: Options, table: CompatTable
+    facts: HostFacts, recommendation: Recommendation, request: SetupRequest, table: CompatTable
 ) -> Selection:
     os = facts.os
     os_row = match_os(table, os.id, os.version_id, os.id_like, os.version_codename) if os else None
@@ -88,9 +60,8 @@ def selection_for(
         raise OptionsError("this OS is not supported for installation")
     d, t = recommendation.driver, recommendation.torch
     version, source = python_source(os_row, recommendation)
-    if options.env_kind == "conda":
+    if request.env_kind == "conda":
         source = "system"  # conda brings its own interpreter
-    cuda = t.variant[2:-1] + "." + t.variant[-1]
     return Selection(
         family="rhel" if os_row and os_row.driver_source == "cuda-repo-dnf" else "debian",
         cuda_repo=os_row.cuda_repo if os_row else "",
@@ -107,16 +78,8 @@ def selection_for(
             d.version_lock,
         ),
         torch=TorchChoice(t.version, t.variant, t.index_url, t.torchvision, t.torchaudio),
-        env=EnvChoice(options.env_kind, env_path(options), version, source),
-        extras=Extras(
-            cuda_toolkit=cuda if options.needs_nvcc else None,
-            cudnn=options.cudnn,
-            docker=options.docker,
-            dcgm=options.dcgm,
-            nccl=options.nccl,
-            hold_driver=options.hold_driver,
-            persistence=options.persistence,
-        ),
+        env=EnvChoice(request.env_kind, env_path(request), version, source),
+        request=request,
         wsl=facts.platform.wsl,
     )
 
@@ -144,7 +107,7 @@ FIT = {
 
 
 def plan_for(
-    facts: HostFacts, recommendation: Recommendation, options: Options, table: CompatTable
+    facts: HostFacts, recommendation: Recommendation, request: SetupRequest, table: CompatTable
 ) -> tuple[Selection, Plan]:
-    selection = selection_for(facts, recommendation, options, table)
+    selection = selection_for(facts, recommendation, request, table)
     return selection, build_plan(selection, facts, summary(recommendation, selection))

@@ -54,7 +54,7 @@ def refusal_from(table: CompatTable, found: Search) -> Refusal:
             lead = _prefix(found) + _lead(table, found, cause, said[0][1])
             reasons = tuple(sentence for _, sentence in said[:_MOST_REASONS])
             return Refusal(lead, gpus, reasons, tuple(rejected(table, found, closest)))
-    problems = failures(table, found.target, closest, found.choices.needs_nvcc)
+    problems = failures(table, found.target, closest, found.request.needs_nvcc)
     lead = (_prefix(found) or "no combination fits: ") + problems[0]
     return Refusal(lead, gpus, tuple(problems), tuple(rejected(table, found, closest)))
 
@@ -63,7 +63,7 @@ def _universal(
     table: CompatTable, found: Search, tried: Sequence[Candidate], rules: tuple[Rule, ...]
 ) -> list[tuple[Rule, str]]:
     """The group's (rule, sentence) pairs when it fails for every candidate tried, else []."""
-    if toolkit_available in rules and not found.choices.needs_nvcc:
+    if toolkit_available in rules and not found.request.needs_nvcc:
         return []
     out: list[tuple[Rule, str]] = []
     for candidate in tried:
@@ -88,7 +88,7 @@ def _lead(table: CompatTable, found: Search, cause: str, first: str) -> str:
     if cause == "build":
         return f"no {target.arch} CUDA build of {scope} has kernels for {names}: {first}"
     if cause == "python":
-        return f"{scope} has no wheels for Python {found.choices.python} on {target.arch}"
+        return f"{scope} has no wheels for Python {found.request.python} on {target.arch}"
     if cause == "flavor":
         return f"no kernel-module flavour serves every GPU here: {first}"
     if cause == "driver":
@@ -112,11 +112,11 @@ def _installable(table: CompatTable, branch: str) -> bool:
 
 
 def _prefix(found: Search) -> str:
-    choices = found.choices
-    parts = [f"torch {found.releases[0].version}" if choices.torch and found.releases else ""]
-    parts += [choices.variant or "", "the installed driver" if choices.keep_driver else ""]
-    parts += [f"R{choices.driver_branch}" if choices.driver_branch else ""]
-    parts += [f"{choices.driver_flavour} modules" if choices.driver_flavour else ""]
-    parts += [f"Python {choices.python}" if choices.python else ""]
+    request = found.request
+    parts = [f"torch {found.releases[0].version}" if request.torch and found.releases else ""]
+    parts += [request.variant or "", "the installed driver" if request.keep_driver else ""]
+    parts += [f"R{request.driver_branch}" if request.driver_branch else ""]
+    parts += [f"{request.driver_flavour} modules" if request.driver_flavour else ""]
+    parts += [f"Python {request.python}" if request.python else ""]
     pins = " with ".join(p for p in parts if p)
     return f"nothing fits {pins}: " if pins else ""

@@ -1,4 +1,4 @@
-"""What the engine answers: a Recommendation or a Refusal, plus the pins it was asked with.
+"""What the engine answers: a Recommendation or a Refusal, and the search behind it.
 
 These are the engine's public vocabulary; ``gpuwizard recommend --json`` prints them through
 ``to_json_contract`` in the shape the command-line contract promises.
@@ -6,9 +6,10 @@ These are the engine's public vocabulary; ``gpuwizard recommend --json`` prints 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.os_support import OsRelease
 from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption
 from gpuwizard.recommend.table import Flavor, TorchRelease
@@ -19,29 +20,12 @@ PYTORCH_INDEX = "https://download.pytorch.org/whl"
 
 
 @dataclass(frozen=True)
-class Choices:
-    """What the user pinned. None means "let the engine choose"."""
-
-    torch: str | None = None
-    """An exact release ("2.14.1"), a series ("2.5": its newest release) or None for latest."""
-    variant: str | None = None
-    keep_driver: bool = False
-    needs_nvcc: bool = False
-    driver_branch: str | None = None
-    """A driver branch ("580"): only that branch is installed (or kept, when it is the one here)."""
-    driver_flavour: Flavor | None = None
-    """The kernel modules: open or proprietary; None lets the GPUs and the branch decide."""
-    python: str | None = None
-    """The environment's CPython ("3.11"): the OS's python3 or one its archive packages beside it."""
-
-
-@dataclass(frozen=True)
 class Search:
     """A finished search: the winner (if any) and what the explanation needs."""
 
     target: Target
     os_row: OsRelease | None
-    choices: Choices
+    request: SetupRequest
     winner: Candidate | None
     closest: Candidate | None
     options: tuple[DriverOption, ...]
@@ -123,6 +107,19 @@ class Recommendation:
     reasons: tuple[str, ...]
     rejected: tuple[Rejected, ...]
     unconfirmed: tuple[str, ...]
+
+    def resolved(self, request: SetupRequest) -> SetupRequest:
+        """``request`` with every pin the engine reads set to what this recommendation picked."""
+        d = self.driver
+        return replace(
+            request,
+            torch=self.torch.version,
+            variant=self.torch.variant,
+            driver_branch=d.branch,
+            driver_flavour=d.flavor,
+            python=self.python.version,
+            keep_driver=d.action == "keep",
+        )
 
 
 @dataclass(frozen=True)

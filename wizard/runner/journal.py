@@ -24,7 +24,8 @@ from gpuwizard.core.selection import Selection
 from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.files import write_atomic
 
-SCHEMA = 1
+SCHEMA = 2
+"""2: the selection keeps the request it was made from (1: only its optional parts, ``extras``)."""
 MAX_REBOOTS_PER_STEP = 2
 StepState = Literal["pending", "running", "awaiting_reboot", "done", "failed", "skipped"]
 FINISHED_STATES = ("done", "skipped")
@@ -132,14 +133,32 @@ def parse(text: str) -> JournalData:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as error:
         raise CodecError(f"not JSON ({error.msg}, line {error.lineno})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise CodecError(
-            f"schema {data.get('schema') if isinstance(data, dict) else None!r} is not {SCHEMA}"
-        )
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or schema not in (1, SCHEMA):
+        raise CodecError(f"schema {schema!r} is not {SCHEMA}")
+    if schema == 1:
+        data = {**data, "schema": SCHEMA, "selection": _selection_v2(data.get("selection"))}
     # A run in progress when gpuwizard was upgraded has a schema-1 plan: read it typed.
     plan = current_plan_data(data.get("plan"), "$.plan")
     journal: JournalData = from_jsonable(JournalData, {**data, "plan": plan})
     return journal
+
+
+def _selection_v2(selection: object) -> object:
+    """A schema-1 journal's selection (a run in progress when gpuwizard was upgraded): its
+    optional parts (``extras``) and its environment become the request it keeps. The pins it
+    was asked with were not kept there, so they read as "let gpuwizard pick"."""
+    if not isinstance(selection, dict) or not isinstance(selection.get("extras", {}), dict):
+        return selection  # the codec names what is wrong
+    kept = {k: v for k, v in selection.items() if k != "extras"}
+    extras = dict(selection.get("extras", {}))
+    env = selection.get("env")
+    request = {k: v for k, v in extras.items() if k != "cuda_toolkit"}
+    request["needs_nvcc"] = extras.get("cuda_toolkit") is not None
+    if isinstance(env, dict) and isinstance(env.get("path"), str):
+        request["env_kind"] = env.get("kind", "venv")
+        request["env_name"] = env["path"].rsplit("/", 1)[-1]
+    return {**kept, "request": request}
 
 
 class Journal:

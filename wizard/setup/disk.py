@@ -6,22 +6,14 @@ it alone, so every launch of either front end lands on the same stage for the sa
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.facts import BootMark, judge_boot
-from gpuwizard.recommend.result import Choices
-from gpuwizard.runner.files import write_atomic
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.runner.lock import RunnerStatus, read_run_record, runner_status
 from gpuwizard.setup.lease import Holder
-from gpuwizard.setup.request import SetupRequest
-
-REQUEST = "request.json"
 
 
 @dataclass(frozen=True)
@@ -38,8 +30,6 @@ class DiskState:
     """Another front end that drives this machine's setup (gpuwizard.setup.lease)."""
     btime: int | None = None
     """When this boot began (/proc/stat), the stand-in for an unreadable boot_id."""
-    request: SetupRequest | None = None
-    """What the journal's run was made from (None: not recorded, an older gpuwizard's run)."""
 
     @property
     def reboot_pending(self) -> bool:
@@ -84,41 +74,4 @@ def read_disk(
         boot_id=mark.boot_id,
         driven_by=driven_by,
         btime=mark.btime,
-        request=read_request(state_dir, journal.run_id) if journal else None,
     )
-
-
-def save_request(state_dir: Path, run_id: str, request: SetupRequest) -> None:
-    """Keep what a run was made from beside its journal (no secret is in a request)."""
-    data = {"run_id": run_id, "request": request.asked()}
-    write_atomic(state_dir / REQUEST, json.dumps(to_jsonable(data), indent=1).encode(), 0o600)
-
-
-def read_request(state_dir: Path, run_id: str) -> SetupRequest | None:
-    """The request ``run_id`` was made from; None when not recorded for that run or unreadable."""
-    try:
-        data = json.loads((state_dir / REQUEST).read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("run_id") != run_id:
-            return None
-        if "request" not in data:  # kept by gpuwizard before one request carried every choice
-            return _older_request(data["choices"], data["options"])
-        return from_jsonable(SetupRequest, data["request"])
-    except (OSError, ValueError, KeyError, CodecError):
-        return None
-
-
-def _older_request(choices: dict[str, object], options: dict[str, object]) -> SetupRequest:
-    """request.json as an older gpuwizard kept it: the engine's pins and the planner's options
-    side by side (the nvcc wish said in both; the options' one counts)."""
-    pins = {k: v for k, v in choices.items() if k != "needs_nvcc"}
-    return from_jsonable(SetupRequest, {**pins, **options})
-
-
-def asked_in(state_dir: Path) -> Callable[[str], Choices]:
-    """The pins each run was made from, as far as kept here (only the latest run's request is)."""
-
-    def asked(run_id: str) -> Choices:
-        request = read_request(state_dir, run_id)
-        return request.engine_choices if request else Choices()
-
-    return asked

@@ -33,7 +33,7 @@ from gpuwizard.runner.layout import EVENTS
 from gpuwizard.runner.lock import AlreadyRunning, read_run_record, runner_status
 from gpuwizard.runner.secrets import send_secret
 from gpuwizard.runner.view import Stopped, view_of
-from gpuwizard.setup.disk import DiskState, read_disk, save_request
+from gpuwizard.setup.disk import DiskState, read_disk
 from gpuwizard.setup.flow import (
     Answer,
     Detect,
@@ -117,8 +117,7 @@ class SetupDriver:
                 if disk.runner == "running" or disk.run_id != effect.seen_run:
                     return PrepareRaced(disk)
                 try:
-                    run_id = prepare_run(state_dir, effect.plan, effect.selection, effect.facts)
-                    save_request(state_dir, run_id, effect.request)
+                    prepare_run(state_dir, effect.plan, effect.selection, effect.facts)
                 except AlreadyRunning:
                     return PrepareRaced(self.disk(effect.facts.boot.mark))
         except StartBusy as error:

@@ -20,11 +20,11 @@ from datetime import datetime
 
 from gpuwizard.core.facts import HostFacts, judge_boot
 from gpuwizard.core.plan import Plan, assert_never
+from gpuwizard.core.request import SetupRequest, differences
 from gpuwizard.core.selection import Selection
 from gpuwizard.runner.journal import JournalData
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.lease import Holder
-from gpuwizard.setup.request import SetupRequest, differences
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNSUPPORTED, EXIT_REBOOT = 0, 1, 2, 3, 10
 
@@ -39,6 +39,10 @@ class Context:
     seen_run: str | None = None
     """The run id on disk when the machine was looked at: a run started since then by another
     front end is not replaced (T11)."""
+    insists: bool = False
+    """The wishes were given on the command line (``apply``): a run in progress made from
+    other wishes is refused rather than followed. A person choosing in the TUI decides after
+    seeing the run."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,11 @@ class Looking:
 
     request: SetupRequest = field(default_factory=SetupRequest)
     then_verify: bool = False
+    insists: bool = False
+    """As ``Context.insists``: for the first look of ``apply``."""
+    rebooted: bool | None = None
+    """``apply --rebooted yes|no``: the answer to "did this machine restart?" given up front,
+    for a reboot no boot signal can judge. Used once, never saved."""
 
 
 @dataclass(frozen=True)
@@ -387,8 +396,6 @@ class Prepare:
     selection: Selection
     plan: Plan
     seen_run: str | None
-    request: SetupRequest = field(default_factory=SetupRequest)
-    """What the plan was made from: kept beside the journal, to refuse another request."""
 
 
 @dataclass(frozen=True)
@@ -410,11 +417,19 @@ CHANGED = "The machine changed since the plan was reviewed: choose and review ag
 
 
 # ----------------------------------------------------------------------------------- the rules
-def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
-    """Where a front end begins, from the disk alone (and the machine it looked at)."""
+def start(
+    disk: DiskState,
+    facts: HostFacts,
+    request: SetupRequest,
+    *,
+    insists: bool = False,
+    rebooted: bool | None = None,
+) -> Stage:
+    """Where a front end begins, from the disk alone (and the machine it looked at);
+    ``insists`` and ``rebooted`` as ``Looking`` has them."""
     journal = disk.journal
-    context = Context(facts, request, disk.run_id)
-    if (refused := _refused(disk, request)) is not None:
+    context = Context(facts, request, disk.run_id, insists)
+    if (refused := _refused(disk, request, insists, rebooted)) is not None:
         return Refused(refused, EXIT_BAD_INPUT)
     if disk.driven_by is not None:  # another front end decides; this one may only watch
         if journal is not None and not journal.finished:
@@ -431,21 +446,22 @@ def start(disk: DiskState, facts: HostFacts, request: SetupRequest) -> Stage:
     if disk.outcome == "changed":
         return Choosing(context, CHANGED)
     if journal.reboot is not None:
-        return _reboot_recorded(journal, disk.rebooted, request)
+        return _reboot_recorded(journal, disk.rebooted, request, rebooted)
     return Installing(journal.plan, journal.selection, request=request)
 
 
-def _reboot_recorded(journal: JournalData, rebooted: bool | None, request: SetupRequest) -> Stage:
+def _reboot_recorded(
+    journal: JournalData, rebooted: bool | None, request: SetupRequest, said: bool | None
+) -> Stage:
     """A reboot the journal waits for: not happened (offered again), happened (the check), or
-    no boot signal can tell (the person says; or said up front with --rebooted)."""
+    no boot signal can tell (the person says; or ``said`` up front with --rebooted)."""
     assert journal.reboot is not None
     if rebooted is False:
         return _reboot_asked(journal, Installing(journal.plan, journal.selection, request=request))
-    if rebooted is None and request.rebooted is None:
+    if rebooted is None and said is None:
         since = when(journal.reboot.requested_at)
         return AskingReboot(journal.plan, journal.selection, journal.reboot.step, since, request)
-    said = request.rebooted if rebooted is None else None
-    return Resuming(journal.plan, journal.selection, request, said)
+    return Resuming(journal.plan, journal.selection, request, said if rebooted is None else None)
 
 
 def when(stamp: str) -> str:
@@ -456,12 +472,14 @@ def when(stamp: str) -> str:
         return stamp
 
 
-def _refused(disk: DiskState, request: SetupRequest) -> str | None:
+def _refused(
+    disk: DiskState, request: SetupRequest, insists: bool, rebooted: bool | None
+) -> str | None:
     """Why no front end may go on from this disk at all: a damaged journal, another request,
     an answer to a question that is not asked."""
     if disk.problem is not None:
         return disk.problem
-    return _another_request(disk, request) or _answer_refused(disk, request.rebooted)
+    return (_another_request(disk, request) if insists else None) or _answer_refused(disk, rebooted)
 
 
 def _answer_refused(disk: DiskState, rebooted: bool | None) -> str | None:
@@ -489,9 +507,9 @@ def _answer_refused(disk: DiskState, rebooted: bool | None) -> str | None:
 def _another_request(disk: DiskState, request: SetupRequest) -> str | None:
     """Why a command-line request must not join the unfinished run (made from another one)."""
     journal = disk.journal
-    if not request.insists or journal is None or journal.finished or disk.request is None:
+    if journal is None or journal.finished:
         return None
-    differ = differences(disk.request, request)
+    differ = differences(journal.selection.request, request)
     if not differ:
         return None
     return (
@@ -541,7 +559,7 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
             return _stay(stage)
         case Resuming():
             if isinstance(answer, Continue):  # an answer given up front is used once
-                return Looking(replace(stage.request, rebooted=None)), (Detect(),)
+                return Looking(stage.request), (Detect(),)
             return _stay(stage)
         case Verifying():
             if isinstance(answer, Continue):
@@ -577,7 +595,15 @@ def _after_looking(stage: Looking, answer: Answer) -> Next:
     if stage.then_verify:
         plan, selection = (journal.plan, journal.selection) if journal else (None, None)
         return _stay(Verifying(answer.facts, plan, selection))
-    return _stay(start(answer.disk, answer.facts, stage.request))
+    return _stay(
+        start(
+            answer.disk,
+            answer.facts,
+            stage.request,
+            insists=stage.insists,
+            rebooted=stage.rebooted,
+        )
+    )
 
 
 def _after_choosing(stage: Choosing, answer: Answer) -> Next:
@@ -599,14 +625,14 @@ def _after_reviewing(stage: Reviewing, answer: Answer) -> Next:
     context = stage.context
     match answer:
         case Approved():
-            prepare = Prepare(
-                context.facts, stage.selection, stage.plan, context.seen_run, context.request
-            )
+            prepare = Prepare(context.facts, stage.selection, stage.plan, context.seen_run)
             return stage, (prepare,)
         case Prepared():
             return _stay(Installing(stage.plan, stage.selection, request=context.request))
         case PrepareRaced():  # another front end's run: show where it stands, replace nothing
-            return _stay(start(answer.disk, context.facts, context.request))
+            return _stay(
+                start(answer.disk, context.facts, context.request, insists=context.insists)
+            )
         case PrepareBusy():
             return _stay(Refused(answer.why, EXIT_FAILED, back=stage))
         case Back():

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.export.answers import Answers, misfits
 from gpuwizard.recommend.engine import recommend
@@ -19,7 +20,6 @@ from gpuwizard.recommend.result import Refusal
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import BadInput, target_from_facts
 from gpuwizard.setup.flow import EXIT_BAD_INPUT, EXIT_UNSUPPORTED, Planned, PlanRefused
-from gpuwizard.setup.request import SetupRequest
 from gpuwizard.steps.base import PlanError
 
 
@@ -40,7 +40,7 @@ def plan_request(
     table: CompatTable, facts: HostFacts, request: SetupRequest, replay: Replay | None = None
 ) -> Planned | PlanRefused:
     try:
-        result = recommend(table, target_from_facts(facts, table), request.engine_choices)
+        result = recommend(table, target_from_facts(facts, table), request)
     except BadInput as error:  # pins are checked on the way in; this is the last guard
         return PlanRefused(str(error), EXIT_BAD_INPUT)
     if isinstance(result, Refusal):
@@ -50,7 +50,7 @@ def plan_request(
             f"{why}nothing to install: {result.reason}", EXIT_UNSUPPORTED, no_gpu=not result.gpus
         )
     try:
-        selection, plan = plan_for(facts, result, request.options, table)
+        selection, plan = plan_for(facts, result, request, table)
     except (OptionsError, PlanError) as error:
         return PlanRefused(str(error), EXIT_BAD_INPUT)
     if replay is not None and (refused := replay_refused(replay, facts, plan)) is not None:

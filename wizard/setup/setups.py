@@ -10,13 +10,11 @@ nothing, so the newest earlier run that changed the machine is exported instead,
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
-from gpuwizard.recommend.result import Choices
 from gpuwizard.runner.journal import Journal, JournalError
 from gpuwizard.runner.layout import JOURNAL, PLANNED_FACTS
 
@@ -33,16 +31,7 @@ class Setup:
     reproduces nothing."""
 
 
-AskedOf = Callable[[str], Choices]
-"""The pins a run (by id) was made from, as far as they were kept (``setup.disk``)."""
-
-
-def _none_kept(run_id: str) -> Choices:
-    del run_id
-    return Choices()
-
-
-def exportable_setup(state_dir: Path, asked_of: AskedOf = _none_kept) -> Setup | None:
+def exportable_setup(state_dir: Path) -> Setup | None:
     """What to export from this machine's runs; None when no run was made here.
 
     Raises:
@@ -51,7 +40,7 @@ def exportable_setup(state_dir: Path, asked_of: AskedOf = _none_kept) -> Setup |
     if not (state_dir / JOURNAL).exists():
         return None
     try:
-        latest = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS, asked_of)
+        latest = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS)
     except JournalError as error:
         raise SetupError(f"cannot read the wizard's journal: {error}") from None
     except (OSError, ValueError) as error:
@@ -61,7 +50,7 @@ def exportable_setup(state_dir: Path, asked_of: AskedOf = _none_kept) -> Setup |
     for journal in sorted(state_dir.glob("journal-before-run-*.json"), key=_mtime, reverse=True):
         facts = state_dir / journal.name.replace("journal-", "planned-facts-", 1)
         try:
-            earlier = _source(journal, facts, asked_of)
+            earlier = _source(journal, facts)
         except (JournalError, OSError, ValueError):
             continue  # an older run's files, or one from before facts were kept: not usable
         if not earlier.already_set_up:
@@ -73,10 +62,10 @@ def exportable_setup(state_dir: Path, asked_of: AskedOf = _none_kept) -> Setup |
     return Setup(latest, ALREADY_SET_UP)
 
 
-def _source(journal: Path, facts: Path, asked_of: AskedOf) -> ExportSource:
+def _source(journal: Path, facts: Path) -> ExportSource:
     data = Journal.load(journal).data
     made_on = HostFacts.from_json(facts.read_text("utf-8"))
-    return ExportSource(data.plan, data.selection, made_on, asked=asked_of(data.run_id))
+    return ExportSource(data.plan, data.selection, made_on)
 
 
 def _mtime(path: Path) -> float:
