@@ -36,7 +36,9 @@ VARIANTS = [
     pytest.param(SetupRequest(), id="NVIDIA's repository"),
     pytest.param(SetupRequest(**EVERY_PART), id="NVIDIA's repository, every option"),
     pytest.param(SetupRequest(variant="cu126"), id="Debian's own driver"),
-    pytest.param(SetupRequest(variant="cu126", **EVERY_PART), id="Debian's own driver, every option"),
+    pytest.param(
+        SetupRequest(variant="cu126", **EVERY_PART), id="Debian's own driver, every option"
+    ),
     pytest.param(SetupRequest(driver_branch="535"), id="R535 pinned: Debian's own driver"),
     pytest.param(
         SetupRequest(driver_branch="580", driver_flavour="proprietary", python="3.11"),

@@ -276,10 +276,10 @@ VALUES = {
         ("--torch", "2.15.0", "--env-python", "3.10"),
         "--env-python 3.10: torch 2.15.0 never shipped wheels for it",
     ),
-    "env name ..": (("--env-name", ".."), "environment name '..'"),
-    "env name with a slash": (("--env-name", "a/b"), "environment name 'a/b'"),
-    "env name with a newline": (("--env-name", "a\nb"), "environment name 'a\\nb'"),
-    "env name with escape": (("--env-name", "a\x1b[2Jb"), "environment name 'a\\x1b[2Jb'"),
+    "env name ..": (("--env-name", ".."), "--env-name '..': use letters"),
+    "env name with a slash": (("--env-name", "a/b"), "--env-name 'a/b': use letters"),
+    "env name with a newline": (("--env-name", "a\nb"), "--env-name 'a\\nb': use letters"),
+    "env name with escape": (("--env-name", "a\x1b[2Jb"), "--env-name 'a\\x1b[2Jb': use letters"),
 }
 
 

@@ -30,9 +30,9 @@ def test_recommend_apply_and_export_honour_the_same_pins(tmp_path: Path):
     exported = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers", *PINS)
     assert exported.returncode == 0, exported.stderr
     answers = yaml.safe_load(exported.stdout)
-    assert answers["choices"]["driver_branch"] == "535"
-    assert answers["choices"]["driver_flavour"] == "proprietary"
-    assert answers["choices"]["python"] == "3.11"
+    assert answers["request"]["driver_branch"] == "535"
+    assert answers["request"]["driver_flavour"] == "proprietary"
+    assert answers["request"]["python"] == "3.11"
     assert "driver: install R535 (proprietary)" in answers["plan"]
 
 
@@ -59,5 +59,5 @@ def test_export_from_a_run_repeats_the_pins_that_run_was_made_from(tmp_path: Pat
     assert ran.returncode == 10, ran.stdout + ran.stderr  # stopped for the simulated reboot
     exported = gpuwizard(tmp_path, "--simulate", H100, "export", "--format", "answers")
     assert exported.returncode == 0, exported.stderr
-    choices = yaml.safe_load(exported.stdout)["choices"]
+    choices = yaml.safe_load(exported.stdout)["request"]
     assert choices["driver_branch"] == "535" and "python" not in choices

@@ -311,7 +311,10 @@ CASES = [
         id="Debian 12 uses NVIDIA's repository",
     ),
     pytest.param(
-        Host(("T4",), "debian:13"), SetupRequest(), Want(branch="580", flavor="open"), id="Debian 13"
+        Host(("T4",), "debian:13"),
+        SetupRequest(),
+        Want(branch="580", flavor="open"),
+        id="Debian 13",
     ),
     pytest.param(
         Host(("L40S",), "rocky:9"),
@@ -443,9 +446,14 @@ CASES = [
         id="cu118 still ships sm_37 (K80 on its last driver, R470)",
     ),
     pytest.param(
-        Host(("A100",)), SetupRequest(torch="2.1.1"), Want(torch="2.1.1"), id="a middle patch release"
+        Host(("A100",)),
+        SetupRequest(torch="2.1.1"),
+        Want(torch="2.1.1"),
+        id="a middle patch release",
     ),
-    pytest.param(Host(("A100",)), SetupRequest(torch="2.2.0"), Want(torch="2.2.0"), id="a .0 release"),
+    pytest.param(
+        Host(("A100",)), SetupRequest(torch="2.2.0"), Want(torch="2.2.0"), id="a .0 release"
+    ),
     pytest.param(
         Host(("A100",), python="3.13"),
         SetupRequest(torch="2.5.1"),
@@ -487,12 +495,21 @@ CASES = [
         id="RHEL 10: no module streams, the branch is held by dnf versionlock",
     ),
     pytest.param(Host(("L40S",), "rocky:10"), SetupRequest(), Want(branch="580"), id="Rocky 10"),
-    pytest.param(Host(("L40S",), "almalinux:10"), SetupRequest(), Want(branch="580"), id="AlmaLinux 10"),
     pytest.param(
-        Host(("A100",), "ubuntu:26.10"), SetupRequest(), Want(branch="580"), id="Ubuntu 26.10 (newer)"
+        Host(("L40S",), "almalinux:10"), SetupRequest(), Want(branch="580"), id="AlmaLinux 10"
     ),
-    pytest.param(Host(("T4",), "debian:14"), SetupRequest(), Want(branch="580"), id="Debian 14 (newer)"),
-    pytest.param(Host(("T4",), "rocky:11"), SetupRequest(), Want(branch="580"), id="Rocky 11 (newer)"),
+    pytest.param(
+        Host(("A100",), "ubuntu:26.10"),
+        SetupRequest(),
+        Want(branch="580"),
+        id="Ubuntu 26.10 (newer)",
+    ),
+    pytest.param(
+        Host(("T4",), "debian:14"), SetupRequest(), Want(branch="580"), id="Debian 14 (newer)"
+    ),
+    pytest.param(
+        Host(("T4",), "rocky:11"), SetupRequest(), Want(branch="580"), id="Rocky 11 (newer)"
+    ),
     pytest.param(
         Host(("Tesla K80",)),
         SetupRequest(),

@@ -202,5 +202,7 @@ def test_every_release_is_answered_for_every_architecture_and_os(version):
 
 def test_every_release_fits_an_a100_on_ubuntu_2204():
     for version in RELEASES:
-        result = holds(host([gpus.find_models("A100")[0]], ("ubuntu", "22.04")), SetupRequest(version))
+        result = holds(
+            host([gpus.find_models("A100")[0]], ("ubuntu", "22.04")), SetupRequest(version)
+        )
         assert isinstance(result, Recommendation), (version, getattr(result, "reason", ""))

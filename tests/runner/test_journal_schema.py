@@ -27,7 +27,9 @@ def as_schema_1(data: dict) -> dict:  # type: ignore[type-arg]
     request = selection.pop("request")
     selection["extras"] = {
         "cuda_toolkit": "13.0" if request["needs_nvcc"] else None,
-        **{k: request[k] for k in ("cudnn", "docker", "dcgm", "nccl", "hold_driver", "persistence")},
+        **{
+            k: request[k] for k in ("cudnn", "docker", "dcgm", "nccl", "hold_driver", "persistence")
+        },
     }
     return {**data, "schema": 1, "selection": selection}
 

@@ -30,7 +30,9 @@ def view_on(profile: str) -> RecommendView:
     def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
         return recommend(TABLE, target, request)
 
-    return RecommendView(recompute(SetupRequest()), SetupRequest(), recompute, offers_on(TABLE, target))
+    return RecommendView(
+        recompute(SetupRequest()), SetupRequest(), recompute, offers_on(TABLE, target)
+    )
 
 
 async def test_blackwell_offers_only_open_modules_and_says_why_not_proprietary() -> None:

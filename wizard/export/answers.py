@@ -76,9 +76,10 @@ def _one_request(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(data.get(part), dict)
         for key, value in data[part].items()
     }
-    for part in ("choices", "options"):
+    for part in ("gpuwizard", "made_on", "choices", "options", "plan"):  # schema 2's, in order
         if part not in data:
             raise AnswersError(f"{part}: missing")
+    for part in ("choices", "options"):
         if not isinstance(data[part], dict):
             raise AnswersError(f"{part}: expected a mapping of answers")
     rest = {k: v for k, v in data.items() if k not in ("choices", "options", "schema")}
