@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Select
 
-from gpuwizard.core.request import SetupRequest
-from gpuwizard.core.request import wish_named
+from gpuwizard.core.request import SetupRequest, wish_named
 from gpuwizard.frontends.stageviews import offers_on
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Recommendation

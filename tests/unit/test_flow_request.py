@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.core.request import SetupRequest, differences
-from gpuwizard.setup import flow
 from gpuwizard.runner.journal import Journal, JournalData
+from gpuwizard.setup import flow
 from tests.unit.test_flow import FACTS, PLAN, SELECTION, disk, journal, waiting_for_reboot
 
 RUN = SetupRequest(torch="2.14.1", cudnn=True)
