@@ -1,35 +1,30 @@
 """ResumeView: after the reboot, the check of what waited for it, then where the setup goes on.
 
-The check runs in the runner (``--check-only``); this view starts it, folds the run's events
-into a ``RunView`` and shows what the newest invocation verified. Nothing else runs before the
-person continues.
+The check runs in the runner (``--check-only``), started as the Resuming stage begins; this view
+renders the stage (the run as its events fold) and shows what the newest invocation verified.
+Nothing else runs before the person continues.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuwizard.core.facts import BootSignal
-from gpuwizard.core.plan import Plan
-from gpuwizard.runner.events import StopReason
-from gpuwizard.runner.view import RunView, Stopped, fold, told_by
-from gpuwizard.screens.capabilities import RunControl
+from gpuwizard.runner.view import told_by
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Continue
+from gpuwizard.setup.stages import Resuming
 
 MARK = {"done": ("✓", "green"), "failed": ("✗", "red"), "pending": ("↻", "yellow")}
-POLL_S = 0.1
 Checked = Sequence[tuple[str, str, str]]
 
 
@@ -77,14 +72,9 @@ class ResumeView(StageView):
     ]
     DEFAULT_CSS = "ResumeView #resume-body { padding: 1 2; }"
 
-    def __init__(self, plan: Plan, control: RunControl, said: bool | None = None) -> None:
-        """``said``: the person's answer to "did it restart?" (no boot signal could tell)."""
+    def __init__(self, stage: Resuming) -> None:
         super().__init__()
-        self.plan = plan
-        self.control = control
-        self.said = said
-        self.checked: list[tuple[str, str, str]] = []
-        self.done = False
+        self.stage = stage
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="resume-body"):
@@ -94,49 +84,47 @@ class ResumeView(StageView):
             yield Static("", id="resume-checked")
 
     def on_mount(self) -> None:
-        self.check()
+        self.render_stage()
 
-    @work(thread=True, exclusive=True, group="resume", exit_on_error=False)
-    def check(self) -> None:
-        """Run the runner's check-only pass and fold what it reports (in a worker thread)."""
-        view = RunView()
-        events = self.control.events()
-        if not self.control.start(one_step=False, check_only=True, rebooted=self.said):
-            why = "the runner did not start; its output is in runner.log in the state directory"
-            view = RunView(ending=Stopped(StopReason.NO_RUNNER, why, None))
-        else:
-            while True:
-                for envelope in events.poll():
-                    view = fold(view, envelope)
-                if view.invocation and view.ending is not None and not self.control.running():
-                    break
-                time.sleep(POLL_S)
-        self.app.call_from_thread(self.show_checked, view)
+    def takes(self, stage: object) -> bool:
+        return isinstance(stage, Resuming) and stage.plan is self.stage.plan
 
-    def show_checked(self, view: RunView) -> None:
-        titles = {s.id: s.title for s in self.plan.steps}
-        self.checked = [
-            (titles.get(e.step, e.step), view.status(e.step), e.reason) for e in view.checked
-        ]
-        ending = view.ending
-        problem = (
-            ending.why
-            if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED
-            else None
-        )
+    def update(self, stage: object) -> None:
+        assert isinstance(stage, Resuming)
+        was_checked, self.stage = self.stage.checked, stage
+        if stage.checked and not was_checked:
+            self.render_stage()
+
+    @property
+    def done(self) -> bool:
+        return self.stage.checked
+
+    @property
+    def checked(self) -> list[tuple[str, str, str]]:
+        """(title, state, reason) of each step the check verified."""
+        view = self.stage.run
+        titles = {s.id: s.title for s in self.stage.plan.steps}
+        return [(titles.get(e.step, e.step), view.status(e.step), e.reason) for e in view.checked]
+
+    def render_stage(self) -> None:
+        """Once the check has ended: what it verified, and where the setup goes on."""
+        stage = self.stage
+        if not stage.checked:
+            return
+        view = stage.run
+        checked = self.checked
         upcoming = next(
             (
                 s.title
-                for s in self.plan.steps
+                for s in stage.plan.steps
                 if not s.satisfied and view.status(s.id) in ("pending", "failed")
             ),
             None,
         )
         self.query_one("#resume-status", Static).display = False
-        told = "person" if self.said is False else view.rebooted_by
-        lines = resume_text(self.checked, upcoming, view.rebooted, problem, told)
+        told = "person" if stage.rebooted is False else view.rebooted_by
+        lines = resume_text(checked, upcoming, view.rebooted, stage.problem, told)
         self.query_one("#resume-checked", Static).update(Group(*lines))
-        self.done = True
 
     def action_proceed(self) -> None:
         if self.done:

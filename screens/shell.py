@@ -45,6 +45,16 @@ class StageView(Vertical, can_focus=True):
     def answer(self, answer: Answer) -> None:
         self.post_message(Answered(answer, self))
 
+    def takes(self, stage: object) -> bool:
+        """Whether this view shows ``stage`` by being brought up to date (``update``) rather than
+        replaced: an install whose run moved on. Most views show one stage as it came."""
+        del stage
+        return False
+
+    def update(self, stage: object) -> None:
+        """Show ``stage``, which this view ``takes``."""
+        raise TypeError(f"{type(self).__name__} does not take {type(stage).__name__}")
+
 
 class Answered(Message):
     """A view's answer, for the task that applies transitions (it bubbles up to the app)."""

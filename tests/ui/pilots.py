@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from textual.app import App
@@ -18,8 +19,12 @@ from textual.screen import Screen
 
 from gpuwizard.core.facts import FreeSpace
 from gpuwizard.runner import events as ev
+from gpuwizard.runner.view import RunView
+from gpuwizard.runner.view import view_of as view_of_run
 from gpuwizard.screens.shell import Answered, StageShell, StageView
-from gpuwizard.setup.disk import DiskState
+from gpuwizard.setup.flow import Answer, SkipStep, next_stage
+from gpuwizard.setup.runs import skipped
+from gpuwizard.setup.stages import Installing
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: float = 60) -> None:
@@ -95,54 +100,30 @@ def envelopes(
     return [ev.Envelope(next(_seq), time, event) for event in events]
 
 
-class ScriptedEvents:
-    def __init__(self, items: list[ev.Envelope]) -> None:
-        self.items = items
-
-    def poll(self) -> list[ev.Envelope]:
-        items, self.items = self.items, []
-        return items
+def run_of(events: Sequence[ev.RunEvent]) -> RunView:
+    """The run these events fold into, as the one loop hands it to a view."""
+    return view_of_run(envelopes(events))
 
 
-class FakeRun:
-    """A RunControl whose run history is scripted events; starting a runner adds nothing."""
+def after(stage: Installing, answer: Answer) -> Installing:
+    """The install stage once the flow took a view's answer (a skip answered as the driver
+    does), for tests of one view: the loop brings it to the view (``update``)."""
+    following, effects = next_stage(stage, answer)
+    assert isinstance(following, Installing), following
+    for effect in effects:
+        if isinstance(effect, SkipStep):
+            following = replace(following, run=skipped(following.run))
+    return following
 
-    def __init__(self, events: Sequence[ev.RunEvent] = (), *, running: bool = False) -> None:
-        self.history = envelopes(events)
-        self.alive = running
-        self.started: list[tuple[bool, bool]] = []
-        self.skipped: list[str] = []
-        self.secrets: list[str] = []
-        self.rebooted: bool | None = None
+
+class FakeMachine:
+    """What an install view may ask of the machine: its file systems, and where logs go."""
+
+    def __init__(self) -> None:
         self.file_systems: tuple[FreeSpace, ...] = (
             FreeSpace("/", 120 * 1024**3),
             FreeSpace("/var", 52 * 1024**2),
         )
-
-    def start(
-        self, one_step: bool, check_only: bool = False, *, rebooted: bool | None = None
-    ) -> bool:
-        self.started.append((one_step, check_only))
-        self.rebooted = rebooted
-        return True
-
-    def running(self) -> bool:
-        return self.alive
-
-    def events(self) -> ScriptedEvents:
-        return ScriptedEvents(list(self.history))
-
-    def skip(self, step_id: str) -> None:
-        self.skipped.append(step_id)
-
-    def send_secret(self, value: str) -> None:
-        self.secrets.append(value)
-
-    def disk(self) -> DiskState:
-        return DiskState("none", None, None, None, None)
-
-    def driven_elsewhere(self) -> bool:
-        return False
 
     def free_space(self) -> tuple[FreeSpace, ...]:
         return self.file_systems

@@ -22,8 +22,8 @@ from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.sim.backend import sim_backend
-from tests.ui.pilots import FakeRun, ViewHarness, shows, until, view_of
-from tests.ui.test_snapshots import plan
+from tests.ui.pilots import FakeMachine, ViewHarness, shows, until, view_of
+from tests.ui.test_snapshots import installing
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -80,16 +80,11 @@ async def test_a_known_error_shows_while_the_step_still_runs() -> None:
         ev.LogLines("install-nvidia-driver", ("Setting up nvidia-kernel-common-580-server ...",
                                               "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service")),
     ]  # fmt: skip
-    app = ViewHarness(
-        InstallView(
-            plan(),
-            FakeRun([ev.RunStarted("run-1", 1, None, ()), *running], running=True),
-            attach=True,
-        )
-    )
+    stage = installing([ev.RunStarted("run-1", 1, None, ()), *running], attach=True)
+    app = ViewHarness(InstallView(stage, FakeMachine()))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.shell.view
-        await until(pilot, lambda: screen.live_hint is not None)  # type: ignore[attr-defined]
+        await until(pilot, lambda: screen.hint.key[0] == "known")  # type: ignore[attr-defined]
         hint = str(screen.query_one("#hint").render())
         assert screen.mode == "running"  # type: ignore[attr-defined]
         assert "⚠ in the log: Secure Boot refused to load the nvidia module" in hint
@@ -115,7 +110,7 @@ async def test_a_failing_dkms_build_shows_its_make_log_and_fix_on_the_step_scree
         screen = view_of(pilot)
         await pilot.press("a")
         await until(pilot, lambda: screen.mode == "failed")
-        assert screen.view.ending.step == "install-nvidia-driver"
+        assert screen.stage.run.ending.step == "install-nvidia-driver"
         hint = str(screen.query_one("#hint").render())
         assert "did not build for kernel 5.15.0-126-generic" in hint
         assert "Read the end of /var/lib/dkms/nvidia/580.95.05/build/make.log" in hint

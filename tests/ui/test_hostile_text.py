@@ -46,10 +46,11 @@ from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
+from gpuwizard.setup.stages import Installing, Resuming
 from tests.cli.test_hostile_text import make_hostile_host
-from tests.ui.pilots import FakeRun, ViewHarness
+from tests.ui.pilots import FakeMachine, ViewHarness, run_of
 from tests.ui.test_benchmark import RecordedBench, events_of
-from tests.ui.test_snapshots import FACTS, NOW, plan, recommendation
+from tests.ui.test_snapshots import FACTS, NOW, plan, planned, recommendation
 
 CLICK = "[@click=app.quit]"
 LINK = "[link=https://evil.example]spoof[/link]"
@@ -119,9 +120,9 @@ SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
     "detect": lambda: DetectView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
     "recommend": lambda: RecommendView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), lambda r, res: {"torch": ("2.14.1",)}),
     "review": lambda: ReviewView(hostile_plan()),
-    "install": lambda: InstallView(hostile_plan(), FakeRun(install_events()), attach=False, now=lambda: NOW),
+    "install": lambda: InstallView(Installing(hostile_plan(), planned()[0], run=run_of(install_events())), FakeMachine(), now=lambda: NOW),
     "reboot": lambda: RebootView(HOSTILE, HOSTILE, False),
-    "resume": lambda: ResumeView(hostile_plan(), FakeRun(resume_events())),
+    "resume": lambda: ResumeView(Resuming(hostile_plan(), planned()[0], run=run_of(resume_events()), checked=True)),
     "verify": lambda: VerifyView(VerifyReport(HOSTILE, HOSTILE, None, False, (HOSTILE,), (HOSTILE,))),
     "export": lambda: ExportView([("script", "Deploy script"), ("answers", "Answers")], failing_render, lambda d, f: [], "/root/x", HOSTILE),
     "done": lambda: DoneView([HOSTILE], HOSTILE, HOSTILE, HOSTILE, [HOSTILE]),

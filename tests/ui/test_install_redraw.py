@@ -1,9 +1,10 @@
-"""The install view redraws only what changed: while a step floods its log the runner sends
-about twenty events a second, and each Static update lays the whole screen out again (the
-flood benchmark's slowest key answers were those layouts: tests/perf/bench_flood.py)."""
+"""The install view redraws only what changed: while a step floods its log the loop brings the
+view about twenty updates a second, and each redraw of a part lays the whole screen out again
+(the flood benchmark's slowest key answers were those layouts: tests/perf/bench_flood.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,23 +12,31 @@ from textual.widgets import Static
 
 from gpuwizard.core.plan import StepPlan
 from gpuwizard.runner import events as ev
-from gpuwizard.screens.install import InstallView, RunProgress
+from gpuwizard.runner.view import view_of
+from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.widgets.drawn import Drawn
 from gpuwizard.screens.widgets.step_list import StepList
-from tests.ui.pilots import FakeRun, ViewHarness, envelopes, until
-from tests.ui.test_snapshots import NOW, STARTED, plan
+from tests.ui.pilots import FakeMachine, ViewHarness, envelopes
+from tests.ui.test_snapshots import NOW, STARTED, installing, plan
 
 
 @pytest.fixture
-def updates(monkeypatch: pytest.MonkeyPatch) -> list[Static]:
-    """Every Static that was updated, in order."""
-    seen: list[Static] = []
-    update = Static.update
+def updates(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every step row redrawn, and every part whose content was drawn anew, in order."""
+    seen: list[object] = []
+    update, render = Static.update, Drawn.render
 
     def counted(self: Static, *args: Any, **kwargs: Any) -> None:
         seen.append(self)
         update(self, *args, **kwargs)
 
+    def drawn(self: Drawn) -> Any:
+        if self.drawn is None or self.drawn[0] is not self.key:
+            seen.append(self)
+        return render(self)
+
     monkeypatch.setattr(Static, "update", counted)
+    monkeypatch.setattr(Drawn, "render", drawn)
     return seen
 
 
@@ -37,63 +46,65 @@ def running_first_step() -> tuple[InstallView, StepPlan]:
     running: list[ev.RunEvent] = [
         STARTED, ev.StepStarted(first.id, first.title, 1), ev.ActionStarted(first.id, 0, "x"),
     ]  # fmt: skip
-    view = InstallView(plan(), FakeRun(running, running=True), attach=False, now=lambda: NOW)
-    return view, first
+    return InstallView(installing(running), FakeMachine(), now=lambda: NOW), first
+
+
+def moved_on(view: InstallView, events: list[ev.RunEvent]) -> None:
+    """The loop brings the view the run with ``events`` folded in (and, once they end it, the
+    runner's end)."""
+    run = view_of(envelopes(events), start=view.stage.run)
+    view.update(replace(view.stage, run=run, awaiting=run.running))
 
 
 async def test_a_flood_of_log_events_redraws_neither_the_steps_nor_the_details(
-    updates: list[Static],
+    updates: list[object],
 ) -> None:
     view, first = running_first_step()
     app = ViewHarness(view)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: view.replayed and view.mode == "running")
         await pilot.pause()
+        assert view.mode == "running"
         rows = set(view.query_one(StepList).rows.values())
-        details, hint = view.query_one("#details", Static), view.query_one("#hint", Static)
-        shown = details.content.renderables  # the running step's details
+        details, hint = view.details, view.hint
+        shown = details.drawn[1].renderables  # type: ignore[index, union-attr] # the running step's details
         assert str(shown[0]) == first.title and str(shown[-1]).startswith("$ ")
         updates.clear()
 
         for n in range(40):
-            flood = ev.LogLines(first.id, (f"Get:{n} http://archive flood-package",), dropped=500)
-            view.post_message(RunProgress(envelopes([flood]), first=False))
-        await pilot.pause()
+            moved_on(view, [ev.LogLines(first.id, (f"Get:{n} http://archive flood-package",), 500)])
+            await pilot.pause()
         redrawn = [w for w in updates if w in rows or w is details or w is hint]
         assert redrawn == [], f"{len(redrawn)} redraws for log lines"
 
-        view.post_message(RunProgress(envelopes([ev.StepFinished(first.id, True, "done")]), False))
+        moved_on(view, [ev.StepFinished(first.id, True, "done")])
         await pilot.pause()
         assert [w for w in updates if w in rows] == [view.query_one(StepList).rows[first.id]]
 
 
-async def test_a_failure_after_a_flood_replaces_the_hint_once(updates: list[Static]) -> None:
+async def test_a_failure_after_a_flood_replaces_the_hint_once(updates: list[object]) -> None:
     view, first = running_first_step()
     async with ViewHarness(view).run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: view.replayed and view.mode == "running")
-        hint = view.query_one("#hint", Static)
+        await pilot.pause()
         updates.clear()
         stopped = ev.RunStopped(ev.StopReason.FAILED, "exited 100", first.id)
         for event in (ev.LogLines(first.id, ("E: broken",)), stopped, ev.LogLines(first.id, ())):
-            view.post_message(RunProgress(envelopes([event]), first=False))
+            moved_on(view, [event])
         await pilot.pause()
         assert view.mode == "failed"
-        assert [w for w in updates if w is hint] == [hint]
-        assert "exited 100" in str(hint.render())
+        assert [w for w in updates if w is view.hint] == [view.hint]
+        assert "exited 100" in str(view.hint.render())
 
 
 async def test_a_retry_that_fails_alike_shows_its_own_last_lines() -> None:
     view, first = running_first_step()
     async with ViewHarness(view).run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: view.replayed and view.mode == "running")
-        hint = view.query_one("#hint", Static)
+        await pilot.pause()
         for attempt, line in ((1, "E: the first attempt"), (2, "E: the second attempt")):
-            events: list[ev.RunEvent] = [
+            moved_on(view, [
                 ev.StepStarted(first.id, first.title, attempt),
                 ev.LogLines(first.id, (line,)),
                 ev.RunStopped(ev.StopReason.FAILED, "exited 100", first.id),
-            ]
-            view.post_message(RunProgress(envelopes(events), first=False))
+            ])  # fmt: skip
             await pilot.pause()
             assert view.mode == "failed"
-            assert line in str(hint.content)
+            assert line in str(view.hint.render())

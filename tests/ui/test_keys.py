@@ -17,9 +17,9 @@ from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.waiting import LookingView
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
-from tests.ui.pilots import FakeRun, ViewHarness, until
+from tests.ui.pilots import FakeMachine, ViewHarness, after, until
 from tests.ui.test_benchmark import whole_run
-from tests.ui.test_snapshots import FAILED_RUN, NOW, SCREENS, STARTED, plan
+from tests.ui.test_snapshots import FAILED_RUN, NOW, SCREENS, STARTED, installing
 
 VIEWS: dict[str, Any] = {
     name: make
@@ -33,7 +33,7 @@ VIEWS |= {
     "restart-question": lambda: RestartQuestionView("2026-12-03 10:00 UTC"),
     "benchmark": lambda: BenchmarkView(whole_run(Path("/nonexistent")), "ResNet-50"),
     "install-running": lambda: InstallView(
-        plan(), FakeRun([STARTED, FAILED_RUN[1]], running=True), attach=True, now=lambda: NOW
+        installing([STARTED, FAILED_RUN[1]], attach=True), FakeMachine(), now=lambda: NOW
     ),
 }
 
@@ -46,10 +46,8 @@ class HelpHarness(ViewHarness):
 
 
 async def settled(pilot: Any) -> StageView:
-    view = pilot.app.shell.view
-    await until(pilot, lambda: getattr(view, "replayed", True) and getattr(view, "done", True))
     await pilot.pause()
-    return view  # type: ignore[no-any-return]
+    return pilot.app.shell.view  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
@@ -100,7 +98,7 @@ def test_the_footer_drops_the_least_important_keys_whole() -> None:
 
 
 async def test_install_footer_shows_only_the_keys_that_act_in_each_mode() -> None:
-    failed = InstallView(plan(), FakeRun([STARTED, *FAILED_RUN]), attach=False, now=lambda: NOW)
+    failed = InstallView(installing([STARTED, *FAILED_RUN]), FakeMachine(), now=lambda: NOW)
     app = ViewHarness(failed)
     async with app.run_test(size=(120, 40)) as pilot:
         await settled(pilot)
@@ -108,6 +106,7 @@ async def test_install_footer_shows_only_the_keys_that_act_in_each_mode() -> Non
         actions = {key.action for key in footer_keys(app)}
         assert {"retry", "skip", "abort"} <= actions and "run_step" not in actions
         await pilot.press("s")  # the failure answered by a skip: waiting for a go-ahead again
+        failed.update(after(failed.stage, app.answers[-1]))  # type: ignore[arg-type]
         await until(pilot, lambda: "run_step" in {k.action for k in footer_keys(app)})
         assert "retry" not in {key.action for key in footer_keys(app)}
 

@@ -9,8 +9,8 @@ from textual.app import App, ComposeResult
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import SearchScreen
 from gpuwizard.screens.widgets.log_pane import LogPane
-from tests.ui.pilots import FakeRun, ViewHarness, until
-from tests.ui.test_snapshots import NOW, STARTED, plan
+from tests.ui.pilots import FakeMachine, ViewHarness, until
+from tests.ui.test_snapshots import NOW, STARTED, installing
 
 LONG = "E: " + " ".join(f"word{i:03d}" for i in range(60))  # 481 characters, no cut allowed
 
@@ -53,10 +53,10 @@ async def test_l_toggles_sideways_scrolling_and_back() -> None:
 
 
 async def test_keys_toggle_follow_and_find_words_in_the_install_log() -> None:
-    view = InstallView(plan(), FakeRun([STARTED]), attach=False, now=lambda: NOW)
+    view = InstallView(installing([STARTED]), FakeMachine(), now=lambda: NOW)
     app = ViewHarness(view)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: view.replayed)
+        await pilot.pause()
         pane = view.query_one(LogPane)
         pane.add([f"line {i}" for i in range(200)] + ["needle one"] + ["x"] * 50 + ["needle two"])
         await pilot.pause(0.2)

@@ -39,7 +39,9 @@ async def test_quit_asks_while_the_install_is_paused_from_the_key_and_the_palett
         await pilot.press("enter")  # one step, then the run pauses for the next go-ahead
         await until(
             pilot,
-            lambda: view_of(pilot).mode == "waiting" and view_of(pilot).view.run_id is not None,
+            lambda: (
+                view_of(pilot).mode == "waiting" and view_of(pilot).stage.run.run_id is not None
+            ),
         )
         assert view_of(pilot).quit_state == "paused"
         await pilot.press("q")

@@ -7,9 +7,9 @@ from textual.widgets._footer import FooterKey
 
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.setup.flow import RebootLater, RunEnded
-from tests.ui.pilots import FakeRun, ViewHarness, until
-from tests.ui.test_snapshots import BEFORE_REBOOT, NOW, plan
+from gpuwizard.setup.flow import CheckDisk, RebootLater, RunStep, next_stage
+from tests.ui.pilots import FakeMachine, ViewHarness, until
+from tests.ui.test_snapshots import BEFORE_REBOOT, NOW, installing
 
 
 async def test_esc_on_the_reboot_screen_answers_later_and_never_quits() -> None:
@@ -21,17 +21,19 @@ async def test_esc_on_the_reboot_screen_answers_later_and_never_quits() -> None:
 
 
 async def test_the_install_with_a_reboot_pending_says_so_and_enter_leads_to_the_reboot() -> None:
-    view = InstallView(plan(), FakeRun(BEFORE_REBOOT), attach=False, now=lambda: NOW)
+    view = InstallView(installing(BEFORE_REBOOT), FakeMachine(), now=lambda: NOW)
     app = ViewHarness(view)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: view.replayed)
         await pilot.pause(0.1)
-        assert view.reboot_pending and view.quit_state is None
+        assert view.stage.reboot_pending and view.quit_state is None
         details = str(view.query_one("#details").render())
         assert "A reboot is pending" in details and "the driver loads at boot" in details
         actions = {key.action for key in app.shell.query(FooterKey)}
         assert "run_step" in actions and actions.isdisjoint({"run_all", "skip", "retry"})
         await pilot.press("enter")
         await until(pilot, lambda: len(app.answers) == 1)
-        assert isinstance(app.answers[0], RunEnded)
-        assert view.control.started == [], "no runner is started while the reboot waits"  # type: ignore[attr-defined]
+        assert app.answers == [RunStep()]
+        _, effects = next_stage(view.stage, RunStep())
+        assert effects == (CheckDisk(),), (
+            "no runner is started while the reboot waits: the disk leads"
+        )

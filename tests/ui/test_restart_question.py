@@ -4,6 +4,7 @@ a relaunch after it never asks again for the same reboot."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,16 +15,16 @@ from gpuwizard.runner.events import StopReason
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RestartQuestionView
 from gpuwizard.screens.resume import ResumeView
-from gpuwizard.setup.flow import RebootAnswered
+from gpuwizard.setup import flow
+from gpuwizard.setup.flow import RebootAnswered, RunMode
 from gpuwizard.sim.backend import sim_backend
 from gpuwizard.sim.sandbox import create, place_for
 from tests.cli.helpers import gpuwizard
-from tests.ui.pilots import FakeRun, ViewHarness, shows, until, view_of
+from tests.ui.pilots import ViewHarness, run_of, shows, until, view_of
 from tests.ui.test_hostile_text import shown_text
 from tests.ui.test_relaunch import ViewLog, journal, settle
-from tests.ui.test_snapshots import plan
+from tests.ui.test_snapshots import planned
 
-PLAN = plan()
 PROFILE = "h100x8-ubuntu2204-fresh"
 SINCE = "2026-12-03 10:00 UTC"
 
@@ -45,13 +46,15 @@ async def test_the_question_names_the_time_and_enter_answers_the_highlighted_cho
 
 @pytest.mark.parametrize("said", [True, False, None])
 async def test_the_resume_check_carries_the_answer_to_the_runner(said: bool | None) -> None:
+    selection, plan = planned()
+    resuming, effects = flow.entered(flow.Resuming(plan, selection, rebooted=said))
+    assert effects == (flow.Launch(RunMode.CHECK, said),), "the check starts, with the answer"
     checked = [ev.RunStarted("run-1", 1, None, ()), ev.RunStopped(StopReason.PAUSED, "checked")]
-    run = FakeRun(checked)
-    view = ResumeView(PLAN, run, said)
+    assert isinstance(resuming, flow.Resuming)
+    view = ResumeView(replace(resuming, run=run_of(checked), checked=True))
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: view.done)
-        assert run.started == [(False, True)] and run.rebooted is said
         shown = shown_text(app.export_screenshot())
         if said is False:
             assert "You said the machine has not restarted: the reboot is offered" in shown

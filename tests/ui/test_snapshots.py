@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,8 +39,9 @@ from gpuwizard.screens.recommend import Offers, RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
+from gpuwizard.setup.stages import Installing, Resuming
 from tests.conftest import facts_of, profile_dir
-from tests.ui.pilots import FakeRun, ViewHarness, until
+from tests.ui.pilots import FakeMachine, ViewHarness, run_of
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 TABLE = load_table()
@@ -52,8 +54,26 @@ def recommendation() -> Recommendation:
     return result
 
 
+def planned():  # type: ignore[no-untyped-def]
+    return plan_for(FACTS, recommendation(), SetupRequest(), TABLE)
+
+
 def plan():  # type: ignore[no-untyped-def]
-    return plan_for(FACTS, recommendation(), SetupRequest(), TABLE)[1]
+    return planned()[1]
+
+
+def installing(events: list[ev.RunEvent], **changes: Any) -> Installing:
+    """The install stage of the plan above, its run folded from ``events`` (its runner at work
+    while they leave a step running)."""
+    selection, made = planned()
+    run = run_of(events)
+    return Installing(made, selection, run=run, **{"awaiting": run.running, **changes})
+
+
+def resuming(events: list[ev.RunEvent]) -> Resuming:
+    """The check after a reboot, ended, its run folded from ``events``."""
+    selection, made = planned()
+    return Resuming(made, selection, run=run_of(events), checked=True)
 
 
 def export_view(note: str | None = None) -> ExportView:
@@ -66,9 +86,12 @@ def export_view(note: str | None = None) -> ExportView:
     )
 
 
+LOGS = Path("/tmp/gpuwizard-snapshots/logs/run-1")
+"""Where the runs below keep their steps' logs: a fixed place, for the pictures (``logs``)."""
+KERNEL_LOG = str(LOGS / "upgrade-kernel.log")
 FAILED_RUN: list[ev.RunEvent] = [
     ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
-    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1, KERNEL_LOG),
     ev.ActionStarted("upgrade-kernel", 0, "apt-get -q update"),
     ev.LogLines(
         "upgrade-kernel",
@@ -82,16 +105,14 @@ FAILED_RUN: list[ev.RunEvent] = [
         ),
     ),
     ev.ActionFinished("upgrade-kernel", 1, False, "exited 100"),
-    ev.StepFinished(
-        "upgrade-kernel", False, "exited 100", "/var/lib/gpuwizard/logs/run-1/upgrade-kernel.log"
-    ),
+    ev.StepFinished("upgrade-kernel", False, "exited 100", KERNEL_LOG),
     ev.RunStopped(StopReason.FAILED, "exited 100", "upgrade-kernel"),
 ]
 
 
 DISK_FULL_RUN: list[ev.RunEvent] = [
     ev.StepSkipped("wait-cloud-init", "cloud-init is done"),
-    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1),
+    ev.StepStarted("upgrade-kernel", "Apply the pending kernel update", 1, KERNEL_LOG),
     ev.ActionStarted("upgrade-kernel", 0, "apt-get -q -y full-upgrade"),
     ev.LogLines(
         "upgrade-kernel",
@@ -102,9 +123,7 @@ DISK_FULL_RUN: list[ev.RunEvent] = [
         ),
     ),
     ev.ActionFinished("upgrade-kernel", 0, False, "exited 100"),
-    ev.StepFinished(
-        "upgrade-kernel", False, "exited 100", "/var/lib/gpuwizard/logs/run-1/upgrade-kernel.log"
-    ),
+    ev.StepFinished("upgrade-kernel", False, "exited 100", KERNEL_LOG),
     ev.RunStopped(StopReason.FAILED, "exited 100", "upgrade-kernel"),
 ]
 
@@ -161,11 +180,11 @@ def reattached() -> InstallView:
         ev.ActionStarted("upgrade-kernel", 1, "apt-get -q -y full-upgrade"),
     ]
     later = NOW + timedelta(minutes=7, seconds=12)
-    return InstallView(plan(), FakeRun(events, running=True), attach=True, now=lambda: later)
+    return InstallView(installing(events, attach=True), FakeMachine(), now=lambda: later)
 
 
 def install(events: list[ev.RunEvent]) -> InstallView:
-    return InstallView(plan(), FakeRun(events), attach=False, now=lambda: NOW)
+    return InstallView(installing(events), FakeMachine(), now=lambda: NOW)
 
 
 def recommend_view() -> RecommendView:
@@ -194,8 +213,8 @@ SCREENS = {
     "install-reattached": reattached,
     "reboot": lambda: RebootView("the updated kernel is not running yet", "ssh ubuntu@gpu-1   then   gpuwizard", False),
     "reboot-mok": lambda: RebootView("the driver loads at boot, signed with the Machine Owner Key enrolled then", "ssh admin@t4-1   then   gpuwizard", False, mok=True),
-    "resume": lambda: ResumeView(plan(), FakeRun(CHECKED)),
-    "resume-stopped": lambda: ResumeView(plan(), FakeRun(CHECK_STOPPED)),
+    "resume": lambda: ResumeView(resuming(CHECKED)),
+    "resume-stopped": lambda: ResumeView(resuming(CHECK_STOPPED)),
     "verify": lambda: VerifyView(VerifyReport("/opt/gpuwizard/envs/pytorch", "2.14.1", None, True, ("0: NVIDIA A100-SXM4-40GB (sm_80)",) * 4)),
     "export": export_view,
     "export-set-up-already": lambda: export_view(ALREADY_SET_UP),
@@ -208,13 +227,31 @@ SCREENS = {
 }  # fmt: skip
 
 
+def the_log_of(events: list[ev.RunEvent]) -> str:
+    """A step's log file as the runner writes it: each command, then its output."""
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, ev.ActionStarted):
+            lines += ["", f"$ {event.command}"]
+        elif isinstance(event, ev.LogLines):
+            lines += event.lines
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def logs(request: pytest.FixtureRequest) -> None:
+    """The log file of the failing step a picture shows, where its events say it is."""
+    name = request.node.callspec.params["name"]
+    events = {"install-failed": FAILED_RUN, "install-disk-full": DISK_FULL_RUN}.get(name)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    Path(KERNEL_LOG).write_text(the_log_of(events or []), encoding="utf-8")
+
+
+@pytest.mark.usefixtures("logs")
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("name", list(SCREENS))
 def test_screen_looks_right(snap_compare, name, size):  # type: ignore[no-untyped-def]
     async def settled(pilot) -> None:  # type: ignore[no-untyped-def]
-        """The view has folded its run's history (install) or its check (resume)."""
-        view = pilot.app.shell.view
-        await until(pilot, lambda: getattr(view, "replayed", True) and getattr(view, "done", True))
         await pilot.pause()
 
     assert snap_compare(ViewHarness(SCREENS[name]()), terminal_size=size, run_before=settled)

@@ -16,9 +16,12 @@ from gpuwizard.recommend.planner import plan_for
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import JournalData, RebootRecord, new_journal
 from gpuwizard.setup import flow
 from gpuwizard.setup.disk import DiskState
+from gpuwizard.setup.flow import RunMode
 from gpuwizard.setup.lease import Holder
 from tests.conftest import facts_of
 
@@ -67,7 +70,7 @@ def disk(data: JournalData | None = None, **changes: object) -> DiskState:
         pytest.param(disk(journal(finished=True)), flow.Showing, id="a finished run: a new one"),
         pytest.param(disk(journal(), runner="running"), flow.Installing, id="a runner at work: attach"),
         pytest.param(disk(journal()), flow.Installing, id="an unfinished run: continue it"),
-        pytest.param(disk(journal(), outcome="changed"), flow.Choosing, id="the host changed: choose again"),
+        pytest.param(disk(journal(), stopped=StopReason.CHANGED), flow.Choosing, id="the host changed: choose again"),
         pytest.param(disk(waiting_for_reboot()), flow.AwaitingReboot, id="reboot asked, same boot: offer it"),
         pytest.param(disk(waiting_for_reboot(), boot_id=BOOT_B), flow.Resuming, id="rebooted: check and go on"),
         pytest.param(disk(waiting_for_reboot(), boot_id=None), flow.AskingReboot, id="no boot signal: the person is asked"),
@@ -100,17 +103,25 @@ CONTEXT = flow.Context(FACTS, REQUEST, None)
         (flow.Choosing(CONTEXT), flow.PlanRefused("no GPU", 3), flow.Refused, ()),
         (flow.Choosing(CONTEXT), flow.Back(), flow.Showing, ()),
         (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Approved(), flow.Reviewing, (flow.Prepare,)),
-        (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Prepared(), flow.Installing, ()),
+        (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Prepared(), flow.Installing, (flow.Follow,)),
         (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Back(), flow.Choosing, ()),
         (flow.Installing(PLAN, SELECTION), flow.Aborted(), flow.Installing, (flow.Exit,)),
+        (flow.Installing(PLAN, SELECTION), flow.RunStep(), flow.Installing, (flow.Launch,)),
+        (flow.Installing(PLAN, SELECTION), flow.RunAll(), flow.Installing, (flow.Launch,)),
+        (flow.Installing(PLAN, SELECTION), flow.Skip("install-headers"), flow.Installing, (flow.SkipStep,)),
+        (flow.Installing(PLAN, SELECTION), flow.SecretGiven("hunter2-x"), flow.Installing, (flow.SendSecret,)),
+        (flow.Installing(PLAN, SELECTION, awaiting=True), flow.RunStep(), flow.Installing, ()),
+        (flow.Installing(PLAN, SELECTION, awaiting=True), flow.Skip("install-headers"), flow.Installing, ()),
+        (flow.Installing(PLAN, SELECTION, awaiting=True), flow.Aborted(), flow.Installing, ()),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootNow(), flow.AwaitingReboot, (flow.Reboot,)),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=True), flow.Looking, (flow.Detect,)),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=False), flow.AwaitingReboot, (flow.Exit,)),
         (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.Rebooted(back=False, failed="exit 1"), flow.Refused, ()),
-        (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootLater(), flow.Installing, ()),
-        (flow.Resuming(PLAN, SELECTION), flow.Continue(), flow.Looking, (flow.Detect,)),
-        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(True), flow.Resuming, ()),
-        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(False), flow.Resuming, ()),
+        (flow.AwaitingReboot(PLAN, SELECTION, "reboot", "why"), flow.RebootLater(), flow.Installing, (flow.Follow,)),
+        (flow.Resuming(PLAN, SELECTION, checked=True), flow.Continue(), flow.Looking, (flow.Detect,)),
+        (flow.Resuming(PLAN, SELECTION), flow.Continue(), flow.Resuming, ()),
+        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(True), flow.Resuming, (flow.Launch,)),
+        (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.RebootAnswered(False), flow.Resuming, (flow.Launch,)),
         (flow.AskingReboot(PLAN, SELECTION, "reboot", "x"), flow.Continue(), flow.AskingReboot, ()),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Again(), flow.Benchmarking, ()),
         (flow.Benchmarking(FACTS, PLAN, SELECTION), flow.Benchmarked("fast"), flow.Exporting, ()),
@@ -136,7 +147,9 @@ def test_a_run_that_ends_leads_where_the_disk_says() -> None:
     )
     asked, _ = flow.next_stage(installing, flow.RunEnded(disk(waiting_for_reboot())))
     assert isinstance(asked, flow.AwaitingReboot)
-    failed, _ = flow.next_stage(installing, flow.RunEnded(disk(journal(), outcome="failed")))
+    failed, _ = flow.next_stage(
+        installing, flow.RunEnded(disk(journal(), stopped=StopReason.FAILED))
+    )
     assert failed == installing, "a failure stays on the install, for retry or skip"
 
 
@@ -145,10 +158,10 @@ JOURNALS = st.sampled_from(
     [None, journal(), journal(finished=True), waiting_for_reboot(), waiting_for_reboot(True)]
 )
 DISKS = st.builds(
-    lambda data, runner, outcome, boot: disk(data, runner=runner, outcome=outcome, boot_id=boot),
+    lambda data, runner, stopped, boot: disk(data, runner=runner, stopped=stopped, boot_id=boot),
     JOURNALS,
     st.sampled_from(["none", "running", "finished", "interrupted"]),
-    st.sampled_from([None, "done", "failed", "reboot", "changed", "paused"]),
+    st.sampled_from([None, *StopReason]),
     st.sampled_from([BOOT_A, BOOT_B, None]),
 )
 ANSWERS = st.one_of(
@@ -226,11 +239,14 @@ def test_with_no_boot_signal_the_person_is_asked_since_when() -> None:
 def test_the_answer_goes_to_the_check_once_and_is_not_asked_again(said: bool) -> None:
     asked = flow.start(unjudged(), FACTS, REQUEST)
     resuming, effects = flow.next_stage(asked, flow.RebootAnswered(said))
-    assert resuming == flow.Resuming(PLAN, SELECTION, REQUEST, said) and effects == ()  # type: ignore[arg-type]
+    assert resuming == flow.Resuming(PLAN, SELECTION, REQUEST, said)  # type: ignore[arg-type]
+    assert effects == (flow.Launch(RunMode.CHECK, said),), "the check is told the answer"
 
     up_front = flow.start(unjudged(), FACTS, REQUEST, rebooted=said)  # apply --rebooted
     assert up_front == flow.Resuming(PLAN, SELECTION, REQUEST, said)  # type: ignore[arg-type]
-    looking, _ = flow.next_stage(up_front, flow.Continue())
+    assert flow.entered(up_front)[1] == (flow.Launch(RunMode.CHECK, said),)
+    checked = dataclasses.replace(up_front, checked=True)
+    looking, _ = flow.next_stage(checked, flow.Continue())
     assert isinstance(looking, flow.Looking) and looking.rebooted is None, "used once"
 
 
@@ -259,3 +275,57 @@ def test_an_answer_a_boot_signal_can_give_is_refused_by_name(
         return
     assert isinstance(stage, flow.Refused) and stage.code == flow.EXIT_BAD_INPUT
     assert refusal in stage.why and "\n" not in stage.why
+
+
+# ----------------------------------------------------- the install: intents and the run's news
+def test_an_install_runs_from_launch_to_its_end_and_a_paused_run_all_goes_on() -> None:
+    from gpuwizard.runner.view import RunView, view_of
+    from tests.ui.pilots import envelopes
+
+    step = next(s for s in PLAN.steps if not s.satisfied)  # type: ignore[attr-defined]
+    stage, effects = flow.next_stage(flow.Installing(PLAN, SELECTION), flow.RunAll())  # type: ignore[arg-type]
+    assert isinstance(stage, flow.Installing) and stage.mode == "running" and stage.auto
+    assert effects == (flow.Launch(RunMode.ALL),)
+    started = view_of(
+        envelopes([ev.RunStarted("run-1", 1, None, ()), ev.StepStarted(step.id, step.title, 1)])
+    )
+    stage, _ = flow.next_stage(stage, flow.Launched(RunView()))
+    stage, _ = flow.next_stage(stage, flow.RunProgressed(started))
+    assert isinstance(stage, flow.Installing) and stage.mode == "running", "until its end is seen"
+    paused = view_of(
+        envelopes(
+            [ev.StepFinished(step.id, True, "done"), ev.RunStopped(StopReason.PAUSED, "skipped")]
+        ),
+        start=started,
+    )
+    stage, _ = flow.next_stage(stage, flow.RunProgressed(paused))
+    assert isinstance(stage, flow.Installing) and stage.mode == "running", (
+        "its last words are in; it is not gone"
+    )
+    after, effects = flow.next_stage(stage, flow.RunEnded(disk(journal()), paused))
+    assert isinstance(after, flow.Installing) and effects == (flow.Launch(RunMode.ALL),), (
+        "run all goes on"
+    )
+    one_by_one = dataclasses.replace(stage, auto=False)
+    after, effects = flow.next_stage(one_by_one, flow.RunEnded(disk(journal()), paused))
+    assert isinstance(after, flow.Installing) and after.mode == "waiting" and effects == ()
+
+
+def test_enter_with_a_reboot_pending_reads_the_disk_and_starts_nothing() -> None:
+    from gpuwizard.runner.view import view_of
+    from tests.ui.pilots import envelopes
+
+    asked = view_of(
+        envelopes(
+            [
+                ev.RunStarted("run-1", 1, None, ()),
+                ev.RebootRequested("reboot", BOOT_A, 1, "the driver loads at boot"),
+            ]
+        )
+    )
+    stage = flow.Installing(PLAN, SELECTION, run=asked)  # type: ignore[arg-type]
+    assert stage.reboot_pending and stage.mode == "waiting"
+    assert flow.next_stage(stage, flow.RunStep()) == (stage, (flow.CheckDisk(),))
+    assert flow.next_stage(stage, flow.RunAll()) == (stage, ())
+    reboot, _ = flow.next_stage(stage, flow.RunEnded(disk(waiting_for_reboot())))
+    assert isinstance(reboot, flow.AwaitingReboot)

@@ -1,24 +1,26 @@
 """GpuWizardApp: the Textual front end of the state machine in gpuwizard.setup.flow.
 
-One task (``conduct``) applies every transition: it carries out the flow's effects through the
-driver (off the UI thread), shows the new stage's view in the one screen (awaited), and waits
-for that view's answer. Views answer; nothing else changes the stage. The first frame shows at
-once: it needs Textual, the shell and the "Looking at this machine" view alone. The flow, the
-backend, the engine, the planner and every other view load in that task, after it and off the
-UI thread (``make_driver``); the modal screens load when they open.
+The one loop that drives a setup (gpuwizard.setup.conduct, the same as ``apply``'s) runs in a
+worker thread: it carries out the flow's effects through the driver, shows each stage in the one
+screen (a new view, or the one on show brought up to date: an install as its run moves on), and
+takes the next answer from the views (``Screens``). Views answer; nothing else changes the
+stage. The first frame shows at once: it needs Textual, the shell and the "Looking at this
+machine" view alone. The flow, the backend, the engine, the planner and every other view load in
+that worker, after it (``make_driver``); the modal screens load when they open.
 """
 
 from __future__ import annotations
 
-import asyncio
+import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 from gpuwizard.screens.waiting import LookingView
@@ -26,11 +28,21 @@ from gpuwizard.screens.waiting import LookingView
 if TYPE_CHECKING:
     from gpuwizard.core.request import SetupRequest
     from gpuwizard.doctor.findings import Report
+    from gpuwizard.runner import events as ev
     from gpuwizard.runner.control import Backend
+    from gpuwizard.runner.view import RunView
     from gpuwizard.setup.driver import SetupDriver
-    from gpuwizard.setup.flow import Answer, Effect, Exit, Stage
+    from gpuwizard.setup.flow import Answer, Exit, Stage
 
 EXIT_FAILED, EXIT_REBOOT = 1, 10
+FREED_CHECK_S = 1.0
+ANSWER_WAIT_S = 0.25
+"""How long the loop waits for a view's answer before it looks whether the app is closing."""
+"""How often a watching wizard asks whether the front end that drives has gone."""
+
+
+class Cancelled(Exception):
+    """The app is closing: the loop's worker ends."""
 
 
 class GpuWizardApp(App[str]):
@@ -57,7 +69,7 @@ class GpuWizardApp(App[str]):
         self.request = request
         """The choices to start from; None: the defaults."""
         self.shell = StageShell()
-        self.answers: asyncio.Queue[Answer] = asyncio.Queue()
+        self.answers: queue.Queue[Answer] = queue.Queue()
         self.stage: Stage | None = None
         """The stage the wizard is at; None until the flow has loaded (looking at the machine)."""
         self.exit_code = 0
@@ -89,33 +101,21 @@ class GpuWizardApp(App[str]):
             f"SIMULATION: {name.removeprefix('simulated ')}" if self.backend.simulated else name
         )
 
-    # ------------------------------------------------------------------------- the one task
-    @work(exclusive=True, group="conduct", exit_on_error=False)
-    async def conduct(self) -> None:
-        await self.shell.show(LookingView())
-        driver = self.driver = await asyncio.to_thread(self.make_driver)
-        from gpuwizard.core.request import SetupRequest
-        from gpuwizard.setup.flow import Detect, Exit, Looking, next_stage  # loaded: make_driver
+    # ------------------------------------------------------------------------- the one loop
+    @work(thread=True, exclusive=True, group="conduct", exit_on_error=False)
+    def conduct(self) -> None:
+        self.call_from_thread(self.shell.show, LookingView())  # type: ignore[arg-type] # Textual types its awaitables as Never
+        driver = self.driver = self.make_driver()
+        from gpuwizard.core.request import SetupRequest  # loaded: make_driver
+        from gpuwizard.setup.conduct import conduct
+        from gpuwizard.setup.flow import Detect, Looking
 
-        self.show_machine()
-        shown: Stage | None = None
-        stage: Stage = Looking(self.request or SetupRequest())
-        effects: tuple[Effect, ...] = (Detect(),)
-        while True:
-            self.stage = stage
-            if effects and shown is not None and type(stage) is not type(shown):
-                shown = await self.show(stage, driver)  # e.g. "Looking…" while it detects
-            answer: Answer | None = None
-            for effect in effects:
-                if isinstance(effect, Exit):
-                    self.finish(effect)
-                    return
-                answer = await asyncio.to_thread(driver.carry_out, effect)
-            if answer is None:
-                if stage != shown:
-                    shown = await self.show(stage, driver)
-                answer = await self.answers.get()
-            stage, effects = next_stage(stage, answer)
+        self.call_from_thread(self.show_machine)
+        first = Looking(self.request or SetupRequest())
+        try:
+            conduct(driver, Screens(self, driver), first, (Detect(),))
+        except Cancelled:
+            return
 
     def make_driver(self) -> SetupDriver:
         """The backend, the driver, and with them the engine, the planner and every view."""
@@ -126,15 +126,21 @@ class GpuWizardApp(App[str]):
         _ = driver.table
         return driver
 
-    async def show(self, stage: Stage, driver: SetupDriver) -> Stage:
+    async def show(self, stage: Stage, driver: SetupDriver) -> None:
+        """The stage on the one screen: the view on show brought up to date when it takes it (an
+        install whose run moved on), else a new view."""
         from gpuwizard.frontends.stageviews import view_for
         from gpuwizard.setup.flow import label
 
+        self.stage = stage
+        view = self.shell.view
+        if view is not None and view.takes(stage):
+            view.update(stage)
+            return
         while not self.answers.empty():  # answers to the view that is going away
             self.answers.get_nowait()
         await self.shell.show(view_for(stage, driver, self.ssh_hint))
         self.title = label(stage)  # once its view is on show and takes keys
-        return stage
 
     async def on_unmount(self) -> None:
         if self.driver is not None:
@@ -201,6 +207,60 @@ class GpuWizardApp(App[str]):
         view: StageView | None = self.shell.view
         state = getattr(view, "quit_state", None)
         return state if isinstance(state, str) else None
+
+
+class Screens:
+    """The TUI as the one loop's front end: stages shown on the app's screen, answers from its
+    views; a watching wizard takes over once the front end that drives has gone."""
+
+    def __init__(self, app: GpuWizardApp, driver: SetupDriver) -> None:
+        self.app = app
+        self.driver = driver
+        self.freed_checked = 0.0
+
+    def show(self, stage: Stage) -> None:
+        self.call(self.app.show, stage, self.driver)
+
+    def heard(self, news: Sequence[ev.RunEvent], view: RunView) -> None:
+        """Nothing: the views show the run as it folds."""
+
+    def answer(self, stage: Stage, wait_s: float | None) -> Answer | None:
+        from gpuwizard.setup.flow import Freed, Watching
+
+        worker = get_current_worker()
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while not worker.is_cancelled:
+            left = ANSWER_WAIT_S if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return self.app.answers.get(timeout=min(left, ANSWER_WAIT_S))
+            except queue.Empty:
+                pass
+            if isinstance(stage, Watching) and self.freed():
+                return Freed()
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+        raise Cancelled
+
+    def freed(self) -> bool:
+        """The front end that drives has gone (asked about once a second)."""
+        now = time.monotonic()
+        if now - self.freed_checked < FREED_CHECK_S:
+            return False
+        self.freed_checked = now
+        return not self.driver.driven_elsewhere()
+
+    def finish(self, exit: Exit) -> int:
+        self.call(self.app.finish, exit)
+        return exit.code
+
+    def call(self, callback: Callable[..., object], *args: object) -> None:
+        """Run ``callback`` on the app's loop and wait for it; the app closing ends the loop."""
+        if get_current_worker().is_cancelled:
+            raise Cancelled
+        try:
+            self.app.call_from_thread(callback, *args)
+        except RuntimeError as error:  # the app is no longer running
+            raise Cancelled from error
 
 
 def run_tui(backend: Backend | Callable[[], Backend]) -> tuple[str, int]:

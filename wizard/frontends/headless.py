@@ -1,12 +1,12 @@
-"""``gpuwizard apply``: the state machine of gpuwizard.setup.flow with scripted answers.
+"""``gpuwizard apply``: the one loop of gpuwizard.setup.conduct, answered from the flags.
 
-The TUI and this front end share the start rule, every transition and the driver; this one
-answers from its flags instead of keys: it always goes on (Continue), decides what the flags
-ask for, approves the plan when ``--yes`` is given or a person types y, runs every step at once,
-and confirms a reboot only with ``--yes``. It prints one line per runner event (the same fold of
-events the TUI renders) and exits 0 (everything done and verified), 10 (stopped for a reboot:
-run the same command after it), 1 (a step failed, the host changed, not confirmed), 2 (bad
-input) or 3 (nothing fits this server). Never imports Textual.
+The TUI and this front end share the start rule, every transition, the driver and the loop;
+this one only prints and answers (``Script``): it always goes on (Continue), decides what the
+flags ask for, approves the plan when ``--yes`` is given or a person types y, runs every step at
+once, answers the runner's secret from a flag or a terminal, and confirms a reboot only with
+``--yes``. It prints one line per runner event and exits 0 (everything done and verified), 10
+(stopped for a reboot: run the same command after it), 1 (a step failed, the host changed, not
+confirmed), 2 (bad input) or 3 (nothing fits this server). Never imports Textual.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import getpass
 import sys
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
@@ -27,9 +27,10 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import FINISHED_STATES
-from gpuwizard.runner.view import Finished, RebootAsked, RunView, Stopped, fold, told_by
+from gpuwizard.runner.view import RunView, Stopped, told_by
 from gpuwizard.setup import flow
-from gpuwizard.setup.driver import RunEvents, SetupDriver
+from gpuwizard.setup.conduct import conduct
+from gpuwizard.setup.driver import SetupDriver
 from gpuwizard.setup.plan import Replay, has_work
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
@@ -155,7 +156,7 @@ def confirm(out: TextIO, prompt: str) -> bool:
 
 
 class Script:
-    """The answers ``apply`` gives, stage by stage; an int is the exit code to stop with."""
+    """``apply``'s front end: its answer to each stage, and what it prints on the way."""
 
     def __init__(
         self,
@@ -175,9 +176,46 @@ class Script:
         self.printer = Printer(out, request.verbose)
         self.prepared = False
         self.reboot_said = False
+        self.picked_up = False
+        self.said: set[str] = set()
+        """What was said once already (following a runner, continuing a run, ...)."""
+        self.prompted: ev.PromptShown | None = None
         self.name = driver.backend.name
 
-    def answer(self, stage: flow.Stage) -> flow.Answer | int:  # noqa: C901 - one case per stage
+    # ------------------------------------------------------------------------ the front end
+    def show(self, stage: flow.Stage) -> None:
+        """Says once where a setup that began here before stands, and whom it follows."""
+        if not self.picked_up and not isinstance(stage, flow.Looking):
+            self.picked_up = True
+            if self.driver.disk().journal is not None:
+                self.out.write(f"==> where it stands: {flow.label(stage)}\n")
+        match stage:
+            case flow.Installing(attach=True) if self.once("attached"):
+                self.out.write(f"A runner is already at work on {self.name}; following it.\n")
+            case flow.Watching() if self.once("watching"):
+                who = stage.holder.describe()
+                self.out.write(
+                    f"Another gpuwizard drives the setup of {self.name}: {who}; following it.\n"
+                )
+
+    def heard(self, news: Sequence[ev.RunEvent], view: RunView) -> None:
+        for event in news:
+            self.printer.show(event, view)
+            self.reboot_said = self.reboot_said or isinstance(event, ev.RebootRequested)
+
+    def finish(self, exit: flow.Exit) -> int:
+        if exit.message:
+            to = self.out if exit.code in (EXIT_DONE, EXIT_REBOOT) else sys.stderr
+            print(exit.message, file=to)
+        return exit.code
+
+    def answer(self, stage: flow.Stage, wait_s: float | None) -> flow.Answer | int | None:
+        answer = self.decide(stage)
+        if answer is None and wait_s is not None:
+            time.sleep(wait_s)  # a runner is at work: its next events come before anything else
+        return answer
+
+    def decide(self, stage: flow.Stage) -> flow.Answer | int | None:  # noqa: C901 - one case per stage
         match stage:
             case flow.Showing():
                 return flow.Continue()
@@ -190,7 +228,7 @@ class Script:
             case flow.Installing():
                 return self.install(stage)
             case flow.Watching():
-                return self.watch(stage)
+                return self.watched()
             case flow.AwaitingReboot():
                 return self.reboot(stage)
             case flow.AskingReboot():
@@ -203,6 +241,12 @@ class Script:
                 raise ApplyError(stage.why, stage.code, no_gpu=stage.no_gpu)
             case flow.Looking() | flow.Benchmarking() | flow.Exporting() | flow.Done():
                 return EXIT_DONE
+
+    def once(self, what: str) -> bool:
+        """True the first time ``what`` is asked about."""
+        first = what not in self.said
+        self.said.add(what)
+        return first
 
     def review(self, stage: flow.Reviewing) -> flow.Answer | int:
         self.out.write(f"Plan for {self.name}:\n" + "\n".join(plan_lines(stage.plan)) + "\n")
@@ -222,38 +266,31 @@ class Script:
         return flow.Approved()
 
     # ------------------------------------------------------------------------------ the run
-    def install(self, stage: flow.Installing) -> flow.Answer | int:
+    def install(self, stage: flow.Installing) -> flow.Answer | int | None:
+        """Every step at once; a secret from a flag or the terminal; a failure ends it."""
         if self.request.dry_run:
             return self.dry_run_of_unfinished(stage)
-        events = self.driver.events()
-        if stage.attach:
-            self.out.write(f"A runner is already at work on {self.name}; following it.\n")
-        view = self.catch_up(events, echo=stage.attach)
-        if not stage.attach:
-            if not self.prepared:
-                self.require_secrets(stage.plan, self.finished_steps())
-                self.out.write(f"Continuing the unfinished setup ({view.run_id}) on {self.name}.\n")
-            if not self.driver.start(one_step=False):
-                return self.runner_did_not_start()
-        started = view.invocation
-        view = self.follow(events, view)
+        if stage.mode == "running":
+            return self.answer_secret(stage.asks)
+        if stage.attach or stage.auto:  # its runner stopped where nothing leads on
+            return self.failed(stage.run)
+        if not self.prepared:
+            self.require_secrets(stage.plan, self.finished_steps())
+            self.out.write(
+                f"Continuing the unfinished setup ({stage.run.run_id}) on {self.name}.\n"
+            )
+        return flow.RunAll()
+
+    def failed(self, view: RunView) -> int:
         ending = view.ending
-        if view.invocation == started and not stage.attach:
+        if isinstance(ending, Stopped) and ending.reason is StopReason.NO_RUNNER:
             return self.runner_did_not_start()
-        self.reboot_said = isinstance(ending, RebootAsked)
-        if isinstance(ending, Finished | RebootAsked) or (
-            isinstance(ending, Stopped) and ending.reason is StopReason.CHANGED
-        ):
-            return flow.RunEnded(self.driver.disk())
         return EXIT_FAILED
 
-    def watch(self, stage: flow.Watching) -> int:
+    def watched(self) -> int | None:
         """Another front end drives: follow its run, decide nothing, end as it ended."""
-        self.out.write(
-            f"Another gpuwizard drives the setup of {self.name}: {stage.holder.describe()}; following it.\n"
-        )
-        events = self.driver.events()
-        self.follow(events, self.catch_up(events, echo=True), watching=True)
+        if self.driver.runs.running() or self.driver.driven_elsewhere():
+            return None
         journal = self.driver.disk().journal  # how it stands now, whoever made it so
         if journal is not None and journal.reboot is not None:
             return EXIT_REBOOT
@@ -264,45 +301,21 @@ class Script:
         self.out.write("\n".join(plan_lines(stage.plan)) + "\n\n(dry run: nothing was changed)\n")
         return EXIT_DONE
 
-    def catch_up(self, events: RunEvents, echo: bool) -> RunView:
-        """The run's history so far, printed when attaching (as the TUI shows it)."""
-        view = RunView()
-        for envelope in events.poll():
-            view = fold(view, envelope)
-            if echo:
-                self.printer.show(envelope.event, view)
-        return view
-
-    def follow(self, events: RunEvents, view: RunView, watching: bool = False) -> RunView:
-        """Print the run's events until the runner is gone and nothing more is written
-        (``watching``: and the front end that drives it is gone too)."""
-        while True:
-            # Asked before reading: nothing written before it ended is missed.
-            alive = self.driver.running() or (watching and self.driver.driven_elsewhere())
-            batch = events.poll()
-            for envelope in batch:
-                view = fold(view, envelope)
-                self.printer.show(envelope.event, view)
-                if isinstance(envelope.event, ev.PromptShown) and envelope.event.secret:
-                    self.answer_secret(envelope.event)
-            if not batch and not alive:
-                return view
-            if not batch:
-                time.sleep(POLL_S)
-
-    def answer_secret(self, event: ev.PromptShown) -> None:
-        given = self.request.secrets.get(event.secret or "")
+    def answer_secret(self, prompt: ev.PromptShown | None) -> flow.Answer | None:
+        """The secret the runner waits for, once per question: given up front, else asked."""
+        if prompt is None or not prompt.secret or prompt is self.prompted:
+            return None
+        self.prompted = prompt
+        given = self.request.secrets.get(prompt.secret)
         if given is not None:
-            self.driver.send_secret(given.value)
-            return
+            return flow.SecretGiven(given.value)
         if not self.has_tty():
-            self.out.write(f"    (no terminal to ask '{event.text}' on: {HOW_TO_GIVE})\n")
-            return
+            self.out.write(f"    (no terminal to ask '{prompt.text}' on: {HOW_TO_GIVE})\n")
+            return None
         try:
-            value = self.ask(f"{event.text}: ")
+            return flow.SecretGiven(self.ask(f"{prompt.text}: "))
         except (EOFError, OSError):
-            return
-        self.driver.send_secret(value)
+            return None
 
     def finished_steps(self) -> set[str]:
         journal = self.driver.disk().journal
@@ -374,24 +387,20 @@ class Script:
                 return flow.RebootAnswered(said.startswith("y"))
             self.out.write("    answer y (it restarted) or n (it did not)\n")
 
-    def resume(self, stage: flow.Resuming) -> flow.Answer | int:
+    def resume(self, stage: flow.Resuming) -> flow.Answer | int | None:
         if self.request.dry_run:
             self.out.write(
                 f"The machine rebooted; gpuwizard would check {len(stage.plan.steps)} steps again.\n"
             )
             return EXIT_DONE
-        events = self.driver.events()
-        view = self.catch_up(events, echo=False)
-        if not self.driver.start(one_step=False, check_only=True, rebooted=stage.rebooted):
-            return self.runner_did_not_start()
-        if stage.rebooted is False:
+        if stage.rebooted is False and self.once("not restarted"):
             self.out.write(
                 "==> you said the machine has not restarted: the reboot is asked for again\n"
             )
-        view = self.follow(events, view)
-        ending = view.ending
-        if isinstance(ending, Stopped) and ending.reason is not StopReason.PAUSED:
-            return EXIT_FAILED
+        if not stage.checked:
+            return self.answer_secret(stage.run.prompt)
+        if stage.problem is not None:
+            return self.failed(stage.run)
         return flow.Continue()
 
     def verified(self, stage: flow.Verifying) -> int:
@@ -404,52 +413,17 @@ class Script:
 
 
 def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> int:
-    """Run the state machine to the end with scripted answers; the exit code."""
+    """Run the one loop to the end with scripted answers; the exit code."""
     replay = (
         Replay(request.answers, request.accept_changes, request.force) if request.answers else None
     )
     driver = SetupDriver(
-        backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply"
-    )
+        backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply",
+        back_after_reboot=False,
+    )  # fmt: skip
+    # Wishes given on the command line insist: a run in progress made from others is refused.
+    first = flow.Looking(request.setup, insists=True, rebooted=request.rebooted)
     try:
-        return run_script(driver, Script(driver, request, out), request, out)
+        return conduct(driver, Script(driver, request, out), first, (flow.Detect(),))
     finally:
         driver.close()
-
-
-def run_script(driver: SetupDriver, script: Script, request: ApplyRequest, out: TextIO) -> int:
-    # Wishes given on the command line insist: a run in progress made from others is refused.
-    stage: flow.Stage = flow.Looking(request.setup, insists=True, rebooted=request.rebooted)
-    effects: tuple[flow.Effect, ...] = (flow.Detect(),)
-    picked_up = False
-    while True:
-        answer: flow.Answer | None = None
-        for effect in effects:
-            if isinstance(effect, flow.Exit):
-                return finish(effect, out)
-            answer = driver.carry_out(effect)
-            if (
-                isinstance(effect, flow.Reboot)
-                and isinstance(answer, flow.Rebooted)
-                and answer.failed is None
-            ):
-                out.write(
-                    "The machine is rebooting; log in again and run the same command to continue.\n"
-                )
-                return EXIT_REBOOT
-        if answer is None:
-            scripted = script.answer(stage)
-            if isinstance(scripted, int):
-                return scripted
-            answer = scripted
-        stage, effects = flow.next_stage(stage, answer)
-        if not picked_up and isinstance(answer, flow.Looked):
-            picked_up = True
-            if answer.disk.journal is not None:  # a setup began here before: say where it stands
-                out.write(f"==> where it stands: {flow.label(stage)}\n")
-
-
-def finish(effect: flow.Exit, out: TextIO) -> int:
-    if effect.message:
-        print(effect.message, file=out if effect.code in (EXIT_DONE, EXIT_REBOOT) else sys.stderr)
-    return effect.code

@@ -63,9 +63,9 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.Reviewing():
             return ReviewView(stage.plan)
         case flow.Installing():
-            return InstallView(stage.plan, driver, stage.attach)
+            return InstallView(stage, driver)
         case flow.Watching():
-            return InstallView(stage.plan, driver, attach=True, driven_by=stage.holder.describe())
+            return InstallView(stage, driver, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
             come_back = f"{ssh_hint}   then   gpuwizard"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
@@ -73,7 +73,7 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.AskingReboot():
             return RestartQuestionView(stage.since)
         case flow.Resuming():
-            return ResumeView(stage.plan, driver, stage.rebooted)
+            return ResumeView(stage)
         case flow.Verifying():
             return VerifyView(stage.facts.installs.verification)
         case flow.Benchmarking():

@@ -67,6 +67,9 @@ class RunView:
     tail: tuple[str, ...] = ()
     dropped: int = 0
     """Output lines left out of the events during a flood (the log file has them)."""
+    said: int = 0
+    """Output lines the events carried so far (``tail`` keeps the last of them): a view that
+    shows output from events, not from a log file, shows the ones it has not shown yet."""
     prompt: ev.PromptShown | None = None
     """A question the runner waits on (a secret), until the step moves on."""
     invocation: int = 0
@@ -112,7 +115,9 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
         case ev.RebootDetected():
             return replace(view, rebooted=True, rebooted_by=event.signal)
         case ev.StepStarted():
-            view = _step(view, event.step, status="running", reason="", started=envelope.time)
+            view = _step(
+                view, event.step, status="running", reason="", started=envelope.time, log=event.log
+            )
             return replace(view, current=event.step, command=None, tail=(), prompt=None)
         case ev.StepSkipped():
             return _step(view, event.step, status="skipped", reason=event.reason)
@@ -120,7 +125,8 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
             return replace(view, current=event.step, command=event.command)
         case ev.LogLines():
             tail = (*view.tail, *event.lines)[-TAIL_LINES:]
-            return replace(view, tail=tail, dropped=view.dropped + event.dropped)
+            said = view.said + len(event.lines)
+            return replace(view, tail=tail, dropped=view.dropped + event.dropped, said=said)
         case ev.ActionFinished():
             return view
         case ev.PromptShown():
@@ -133,7 +139,7 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
                 event.step,
                 status="done" if event.ok else "failed",
                 reason=event.reason,
-                log=event.log,
+                log=event.log or view.steps.get(event.step, StepView()).log,
             )
             checked = (*view.checked, event) if view.rebooted else view.checked
             return replace(view, checked=checked, prompt=None, current=event.step)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.core.facts import BootMark, judge_boot
+from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.runner.lock import RunnerStatus, read_run_record, runner_status
@@ -22,8 +23,9 @@ class DiskState:
     journal: JournalData | None
     problem: str | None
     """Why the journal cannot be used (damaged, from a newer gpuwizard); None when it can."""
-    outcome: str | None
-    """How the last runner ended (run.json): done, failed, reboot, changed, paused, stopped."""
+    stopped: StopReason | None
+    """How the last runner stopped before the run's end (run.json): failed, reboot, changed,
+    paused...; None when it finished the run, or none ran."""
     boot_id: str | None
     """This boot's id, or None when it cannot be read."""
     driven_by: Holder | None = None
@@ -70,8 +72,19 @@ def read_disk(
         runner=runner_status(state_dir, mark),
         journal=journal,
         problem=problem,
-        outcome=record.outcome if record else None,
+        stopped=_stopped(record.outcome if record else None),
         boot_id=mark.boot_id,
         driven_by=driven_by,
         btime=mark.btime,
     )
+
+
+def _stopped(outcome: str | None) -> StopReason | None:
+    """run.json's outcome as the fold names it: "done" (or none) is no stop; a word a newer
+    gpuwizard wrote is a stop all the same."""
+    if outcome is None or outcome == "done":
+        return None
+    try:
+        return StopReason(outcome)
+    except ValueError:
+        return StopReason.STOPPED

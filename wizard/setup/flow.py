@@ -3,8 +3,9 @@
 ``start(disk, facts, request)`` is the only relaunch rule: what is on disk (the runner, the
 journal, the boot) says where a front end begins, so every launch of either lands on the same
 stage. ``next_stage(stage, answer)`` is the only transition rule: a person's answer (or an
-effect's result) leads to the next stage and the effects a driver must carry out. Front ends
-show stages and turn what happens into answers; they decide nothing about where to go.
+effect's result, or the run's progress) leads to the next stage and the effects a driver must
+carry out. Front ends show stages (gpuwizard.setup.stages) and turn what happens into answers;
+they decide nothing about where to go. One loop runs it for both (gpuwizard.setup.conduct).
 
 The reboot screen can only come from the journal: a reboot it records with a boot id that has
 not changed (``start``, and ``RunEnded`` re-reading the disk). No replayed event leads there.
@@ -17,216 +18,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import Enum
 
 from gpuwizard.core.facts import HostFacts, judge_boot
 from gpuwizard.core.plan import Plan, assert_never
 from gpuwizard.core.request import SetupRequest, differences
 from gpuwizard.core.selection import Selection
+from gpuwizard.runner import events as ev
+from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import JournalData
+from gpuwizard.runner.view import RunView
 from gpuwizard.setup.disk import DiskState
-from gpuwizard.setup.lease import Holder
-
-EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNSUPPORTED, EXIT_REBOOT = 0, 1, 2, 3, 10
-
-
-# ------------------------------------------------------------------------------------- stages
-@dataclass(frozen=True)
-class Context:
-    """What every stage before the run knows: the machine, the wish, the run seen on disk."""
-
-    facts: HostFacts
-    request: SetupRequest = field(default_factory=SetupRequest)
-    seen_run: str | None = None
-    """The run id on disk when the machine was looked at: a run started since then by another
-    front end is not replaced (T11)."""
-    insists: bool = False
-    """The wishes were given on the command line (``apply``): a run in progress made from
-    other wishes is refused rather than followed. A person choosing in the TUI decides after
-    seeing the run."""
-
-
-@dataclass(frozen=True)
-class Looking:
-    """Looking at the machine (and the disk); ``then_verify`` after a run finished."""
-
-    request: SetupRequest = field(default_factory=SetupRequest)
-    then_verify: bool = False
-    insists: bool = False
-    """As ``Context.insists``: for the first look of ``apply``."""
-    rebooted: bool | None = None
-    """``apply --rebooted yes|no``: the answer to "did this machine restart?" given up front,
-    for a reboot no boot signal can judge. Used once, never saved."""
-
-
-@dataclass(frozen=True)
-class Showing:
-    """The machine at a glance."""
-
-    context: Context
-
-
-@dataclass(frozen=True)
-class Choosing:
-    context: Context
-    note: str | None = None
-    """Why the person is asked again (the host changed under the last run)."""
-
-
-@dataclass(frozen=True)
-class Reviewing:
-    context: Context
-    selection: Selection
-    plan: Plan
-
-
-@dataclass(frozen=True)
-class Installing:
-    plan: Plan
-    selection: Selection
-    attach: bool = False
-    """A runner is at work already (another terminal, an SSH drop): follow it."""
-    request: SetupRequest = field(default_factory=SetupRequest)
-
-
-@dataclass(frozen=True)
-class Watching:
-    """Another front end drives the setup: its run is shown, nothing is decided here."""
-
-    plan: Plan
-    selection: Selection
-    holder: Holder
-    request: SetupRequest = field(default_factory=SetupRequest)
-
-
-@dataclass(frozen=True)
-class AwaitingReboot:
-    plan: Plan
-    selection: Selection
-    step: str
-    reason: str
-    request: SetupRequest = field(default_factory=SetupRequest)
-
-
-@dataclass(frozen=True)
-class AskingReboot:
-    """A reboot was asked for and neither the boot_id nor /proc/stat's btime can tell whether it
-    happened: the person is asked "Did this machine restart since <since>?"."""
-
-    plan: Plan
-    selection: Selection
-    step: str
-    since: str
-    """When the reboot was asked for, for people (``when``)."""
-    request: SetupRequest = field(default_factory=SetupRequest)
-
-
-@dataclass(frozen=True)
-class Resuming:
-    """After the reboot: the check of what waited for it runs, then its findings show."""
-
-    plan: Plan
-    selection: Selection
-    request: SetupRequest = field(default_factory=SetupRequest)
-    rebooted: bool | None = None
-    """The person's answer to "did it restart?" (AskingReboot), passed to the check; None where
-    a boot signal judges."""
-
-
-@dataclass(frozen=True)
-class Verifying:
-    facts: HostFacts
-    plan: Plan | None
-    selection: Selection | None
-
-
-@dataclass(frozen=True)
-class Benchmarking:
-    facts: HostFacts
-    plan: Plan | None
-    selection: Selection | None
-    attempt: int = 0
-    """Each run of the benchmark is a stage of its own (a fresh session)."""
-
-
-@dataclass(frozen=True)
-class Exporting:
-    facts: HostFacts
-    plan: Plan
-    selection: Selection
-    bench: str | None = None
-    """The benchmark's headline and results file, when one ran."""
-
-
-@dataclass(frozen=True)
-class Done:
-    plan: Plan | None
-    selection: Selection | None
-    bench: str | None = None
-    exports: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Refused:
-    why: str
-    code: int
-    back: Stage | None = None
-    """Where Back leads (a choice to change); None: the only way is out."""
-    no_gpu: bool = False
-    """Refused because the machine has no NVIDIA GPU at all."""
-
-
-Stage = (
-    Looking
-    | Showing
-    | Choosing
-    | Reviewing
-    | Installing
-    | Watching
-    | AwaitingReboot
-    | AskingReboot
-    | Resuming
-    | Verifying
-    | Benchmarking
-    | Exporting
-    | Done
-    | Refused
+from gpuwizard.setup.stages import (
+    AskingReboot,
+    AwaitingReboot,
+    Benchmarking,
+    Choosing,
+    Context,
+    Done,
+    Exporting,
+    Following,
+    Installing,
+    Looking,
+    Refused,
+    Resuming,
+    Reviewing,
+    Showing,
+    Stage,
+    Verifying,
+    Watching,
+    label,
 )
 
+__all__ = [  # the stages, as the rules' callers name them (flow.Installing)
+    "AskingReboot", "AwaitingReboot", "Benchmarking", "Choosing", "Context", "Done", "Exporting",
+    "Following", "Installing", "Looking", "Refused", "Resuming", "Reviewing", "Showing", "Stage",
+    "Verifying", "Watching", "label",
+]  # fmt: skip
 
-def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: assert_never
-    """The stage's name for people: the TUI's title says it, ``apply`` says where it picks up.
-    One word or two: beside "SIMULATION: <profile> (no GPU here)" it must fit 80 columns."""
-    match stage:
-        case Looking():
-            return "Looking"
-        case Showing():
-            return "Machine"
-        case Choosing():
-            return "Choose"
-        case Reviewing():
-            return "Review"
-        case Installing():
-            return "Install"
-        case Watching():
-            return "Watching"
-        case AwaitingReboot():
-            return "Reboot"
-        case AskingReboot():
-            return "Restarted?"
-        case Resuming():
-            return "Resume"
-        case Verifying():
-            return "Verify"
-        case Benchmarking():
-            return "Benchmark"
-        case Exporting():
-            return "Export"
-        case Done():
-            return "Done"
-        case Refused():
-            return "Stopped"
-        case _:
-            assert_never(stage)
+EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNSUPPORTED, EXIT_REBOOT = 0, 1, 2, 3, 10
 
 
 # ------------------------------------------------------------------------------------ answers
@@ -293,10 +123,59 @@ class PrepareBusy:
 
 
 @dataclass(frozen=True)
+class RunStep:
+    """Run the next step; with none left, check them all once more and end the run."""
+
+
+@dataclass(frozen=True)
+class RunAll:
+    """Run every step that is left, one after another, up to the end or a reboot."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Run the step that failed again."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Leave a step undone: the runner marks it skipped and goes on after it."""
+
+    step: str
+
+
+@dataclass(frozen=True)
+class SecretGiven:
+    """The person's answer to a secret the runner asks for (the MOK password): sent, never kept."""
+
+    value: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A runner was launched, or found at work; ``view`` is the run as it stood then, and
+    ``news`` the history read to get there (told where a runner was found at work)."""
+
+    view: RunView
+    news: tuple[ev.RunEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunProgressed:
+    """The run moved on: ``news`` are the events read, ``view`` the run they fold into."""
+
+    view: RunView
+    news: tuple[ev.RunEvent, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunEnded:
-    """The runner stopped (done, reboot, failed, paused...): the disk as it left it."""
+    """The runner this front end launched or followed is gone (done, reboot, failed, paused,
+    killed...): the disk as it left it, and the run as it folds in the end (None: unchanged)."""
 
     disk: DiskState
+    view: RunView | None = None
+    news: tuple[ev.RunEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -352,6 +231,13 @@ class Rebooted:
 
 Answer = (
     Looked
+    | RunStep
+    | RunAll
+    | Retry
+    | Skip
+    | SecretGiven
+    | Launched
+    | RunProgressed
     | Continue
     | Back
     | Quit
@@ -376,6 +262,19 @@ Answer = (
 
 
 # ------------------------------------------------------------------------------------ effects
+class RunMode(Enum):
+    """What a runner is launched to do (its flags)."""
+
+    STEP = ("--one-step",)
+    """The next step that needs work, then stop (the TUI asks before each)."""
+    ALL = ()
+    """Every step that needs work, up to the end or a reboot."""
+    CHECK = ("--check-only",)
+    """After a reboot: check what waited for it, run nothing."""
+    REBOOT = ("--reboot-now",)
+    """Carry out the reboot the journal waits for (the person confirmed it)."""
+
+
 @dataclass(frozen=True)
 class Detect:
     """Look at the machine and the disk; answers Looked."""
@@ -386,6 +285,41 @@ class MakePlan:
     """Recommend and plan for the request; answers Planned or PlanRefused."""
 
     context: Context
+
+
+@dataclass(frozen=True)
+class Follow:
+    """Follow the run: read its history, and the runner at work if one is. Answers
+    RunProgressed, or Launched when a runner is at work; its progress comes as RunProgressed
+    (and RunEnded, once the runner followed is gone)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Launch a runner; answers Launched (a runner that does not come up is told by its end)."""
+
+    mode: RunMode
+    rebooted: bool | None = None
+    """The person's answer to "did it restart?" (the check after a reboot no signal judges)."""
+
+
+@dataclass(frozen=True)
+class SkipStep:
+    """Mark a step to be skipped; answers RunProgressed with a failure there answered."""
+
+    step: str
+
+
+@dataclass(frozen=True)
+class SendSecret:
+    """Hand the runner the secret it waits for. No answer."""
+
+    value: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CheckDisk:
+    """Read where a run that stopped leaves the disk; answers RunEnded."""
 
 
 @dataclass(frozen=True)
@@ -409,10 +343,21 @@ class Exit:
     code: int
 
 
-Effect = Detect | MakePlan | Prepare | Reboot | Exit
+Effect = (
+    Detect
+    | MakePlan
+    | Prepare
+    | Follow
+    | Launch
+    | SkipStep
+    | SendSecret
+    | CheckDisk
+    | Reboot
+    | Exit
+)
 
 ABORTED = "Install aborted. Finished steps stay done; run gpuwizard again to continue."
-REBOOTING = "The machine is rebooting. Log in again and run gpuwizard to continue."
+REBOOTING = "The machine is rebooting. Log in again and run the same command to continue."
 CHANGED = "The machine changed since the plan was reviewed: choose and review again."
 
 
@@ -443,7 +388,7 @@ def start(
         return Installing(journal.plan, journal.selection, attach=True, request=request)
     if journal.finished:
         return Showing(context)
-    if disk.outcome == "changed":
+    if disk.stopped is StopReason.CHANGED:
         return Choosing(context, CHANGED)
     if journal.reboot is not None:
         return _reboot_recorded(journal, disk.rebooted, request, rebooted)
@@ -526,6 +471,17 @@ def _stay(stage: Stage) -> Next:
     return stage, ()
 
 
+def entered(stage: Stage) -> Next:
+    """A stage as a front end comes to it, with what it needs done first: a stage that follows
+    the run follows it; the check after a reboot starts."""
+    match stage:
+        case Installing() | Watching():
+            return stage, (Follow(),)
+        case Resuming():
+            return stage, (Launch(RunMode.CHECK, stage.rebooted),)
+    return _stay(stage)
+
+
 def _exit(stage: Stage, message: str, code: int) -> Next:
     return stage, (Exit(message, code),)
 
@@ -548,19 +504,16 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
         case Installing():
             return _after_installing(stage, answer)
         case Watching():
-            if isinstance(answer, Freed):
-                return Looking(stage.request), (Detect(),)
-            return _stay(stage)
+            return _after_watching(stage, answer)
         case AwaitingReboot():
             return _after_reboot_asked(stage, answer)
         case AskingReboot():
             if isinstance(answer, RebootAnswered):
-                return _stay(Resuming(stage.plan, stage.selection, stage.request, answer.rebooted))
+                resuming = Resuming(stage.plan, stage.selection, stage.request, answer.rebooted)
+                return entered(resuming)
             return _stay(stage)
         case Resuming():
-            if isinstance(answer, Continue):  # an answer given up front is used once
-                return Looking(stage.request), (Detect(),)
-            return _stay(stage)
+            return _after_resuming(stage, answer)
         case Verifying():
             if isinstance(answer, Continue):
                 report = stage.facts.installs.verification
@@ -595,7 +548,7 @@ def _after_looking(stage: Looking, answer: Answer) -> Next:
     if stage.then_verify:
         plan, selection = (journal.plan, journal.selection) if journal else (None, None)
         return _stay(Verifying(answer.facts, plan, selection))
-    return _stay(
+    return entered(
         start(
             answer.disk,
             answer.facts,
@@ -628,9 +581,9 @@ def _after_reviewing(stage: Reviewing, answer: Answer) -> Next:
             prepare = Prepare(context.facts, stage.selection, stage.plan, context.seen_run)
             return stage, (prepare,)
         case Prepared():
-            return _stay(Installing(stage.plan, stage.selection, request=context.request))
+            return entered(Installing(stage.plan, stage.selection, request=context.request))
         case PrepareRaced():  # another front end's run: show where it stands, replace nothing
-            return _stay(
+            return entered(
                 start(answer.disk, context.facts, context.request, insists=context.insists)
             )
         case PrepareBusy():
@@ -642,25 +595,79 @@ def _after_reviewing(stage: Reviewing, answer: Answer) -> Next:
 
 def _after_installing(stage: Installing, answer: Answer) -> Next:
     match answer:
+        case RunProgressed():
+            return _stay(replace(stage, run=answer.view))
+        case Launched():
+            return _stay(replace(stage, run=answer.view, awaiting=True))
         case RunEnded():
-            disk = answer.disk
-            journal = disk.journal
-            if journal is not None and journal.finished:
-                return Looking(stage.request, then_verify=True), (Detect(),)
-            if disk.outcome == "changed":
-                return Looking(stage.request), (Detect(),)
-            # Asked for in this boot (this front end is still here), also where no signal tells.
-            if journal is not None and journal.reboot is not None and disk.rebooted is not True:
-                step = journal.record(journal.reboot.step)
-                reason = step.reason or "a step asked for it"
-                return _stay(
-                    AwaitingReboot(stage.plan, stage.selection, step.id, reason, stage.request)
-                )
-            if journal is not None and journal.reboot is not None:  # rebooted under the runner
-                return _stay(Resuming(stage.plan, stage.selection, stage.request))
-            return _stay(replace(stage, attach=False))  # failed, paused or stopped: still here
-        case Aborted():
+            view = answer.view or stage.run
+            return _run_ended(replace(stage, run=view, awaiting=False), answer.disk)
+        case RunStep() | Retry() if stage.mode != "running":
+            return _go_on(stage)
+        case RunAll() if stage.mode != "running" and not stage.reboot_pending:
+            return _launch(replace(stage, auto=True), RunMode.ALL)
+        case Skip() if stage.mode != "running":
+            return replace(stage, skipped=stage.skipped | {answer.step}), (SkipStep(answer.step),)
+        case SecretGiven():
+            return stage, (SendSecret(answer.value),)
+        case Aborted() if stage.mode != "running":
             return _exit(stage, ABORTED, EXIT_DONE)
+    return _stay(stage)
+
+
+def _launch(stage: Installing, mode: RunMode) -> Next:
+    return replace(stage, awaiting=True), (Launch(mode),)
+
+
+def _go_on(stage: Installing) -> Next:
+    """The next step, or (run all) every one; with none left, the runner checks them all again
+    and ends the run. With a reboot pending (the person chose "later"): where the disk leads."""
+    if stage.reboot_pending:
+        return stage, (CheckDisk(),)
+    one_step = not stage.auto and bool(stage.pending())
+    return _launch(stage, RunMode.STEP if one_step else RunMode.ALL)
+
+
+def _run_ended(stage: Installing, disk: DiskState) -> Next:
+    """Where a run that stopped leads: on to verify it, back to choosing, to the reboot it
+    asks for (in this boot), to the check after one; a failure or a pause stays here."""
+    journal = disk.journal
+    if journal is not None and journal.finished:
+        return Looking(stage.request, then_verify=True), (Detect(),)
+    if disk.stopped is StopReason.CHANGED:
+        return Looking(stage.request), (Detect(),)
+    # Asked for in this boot (this front end is still here), also where no signal tells.
+    if journal is not None and journal.reboot is not None and disk.rebooted is not True:
+        step = journal.record(journal.reboot.step)
+        reason = step.reason or "a step asked for it"
+        return _stay(AwaitingReboot(stage.plan, stage.selection, step.id, reason, stage.request))
+    if journal is not None and journal.reboot is not None:  # rebooted under the runner
+        return entered(Resuming(stage.plan, stage.selection, stage.request))
+    paused = stage.mode == "waiting" and not stage.reboot_pending
+    if stage.auto and paused and stage.pending():  # a skip paused it: the rest goes on
+        return _launch(stage, RunMode.ALL)
+    return _stay(replace(stage, attach=False))  # failed, paused or stopped: still here
+
+
+def _after_watching(stage: Watching, answer: Answer) -> Next:
+    match answer:
+        case RunProgressed() | Launched():
+            return _stay(replace(stage, run=answer.view))
+        case RunEnded():
+            return _stay(replace(stage, run=answer.view or stage.run))
+        case Freed():
+            return Looking(stage.request), (Detect(),)
+    return _stay(stage)
+
+
+def _after_resuming(stage: Resuming, answer: Answer) -> Next:
+    match answer:
+        case RunProgressed() | Launched():
+            return _stay(replace(stage, run=answer.view))
+        case RunEnded():
+            return _stay(replace(stage, run=answer.view or stage.run, checked=True))
+        case Continue() if stage.checked:  # an answer given up front is used once
+            return Looking(stage.request), (Detect(),)
     return _stay(stage)
 
 
@@ -688,7 +695,7 @@ def _after_reboot_asked(stage: AwaitingReboot, answer: Answer) -> Next:
         case Rebooted():
             return _exit(stage, REBOOTING, EXIT_REBOOT)
         case RebootLater():  # back to the install, where the reboot waits (Enter shows it again)
-            return _stay(Installing(stage.plan, stage.selection, request=stage.request))
+            return entered(Installing(stage.plan, stage.selection, request=stage.request))
     return _stay(stage)
 
 

@@ -112,6 +112,10 @@ def reboot(sandbox: Sandbox) -> SimState:
     _rebind_gpus(sandbox, "nvidia" if loads else "nouveau" if "nouveau" in modules else None)
     _device_files(sandbox, len(sim_gpus(sandbox)) if loads else None)
     sandbox.save(state)
+    # The new boot's signals last: whoever sees them (a front end waiting for the reboot) finds
+    # the machine whole, as after a real reboot, never half rewritten.
+    sandbox.path("/proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
+    _new_btime(sandbox)
     return state
 
 
@@ -125,8 +129,6 @@ def _was_loaded(sandbox: Sandbox, name: str) -> list[str]:
 def _write_boot(
     sandbox: Sandbox, kernel: str, modules: list[str], error: str, version: str | None
 ) -> None:
-    sandbox.path("/proc/sys/kernel/random/boot_id").write_text(str(uuid.uuid4()) + "\n")
-    _new_btime(sandbox)
     sandbox.path("/proc/sys/kernel/osrelease").write_text(kernel + "\n")
     sandbox.path("/proc/modules").write_text(
         BASE_MODULES + "".join(module_line(m) for m in modules)
