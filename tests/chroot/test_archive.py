@@ -35,8 +35,14 @@ ALL_OPTIONS = Options(
 VARIANTS = [
     pytest.param(Choices(), Options(), id="NVIDIA's repository"),
     pytest.param(Choices(), ALL_OPTIONS, id="NVIDIA's repository, every option"),
-    pytest.param(Choices(variant="cu126"), Options(), id="Debian's own driver"),
-    pytest.param(Choices(variant="cu126"), ALL_OPTIONS, id="Debian's own driver, every option"),
+    pytest.param(
+        Choices(variant="cu126", driver_branch="535"), Options(), id="Debian's own driver"
+    ),
+    pytest.param(
+        Choices(variant="cu126", driver_branch="535"),
+        ALL_OPTIONS,
+        id="Debian's own driver, every option",
+    ),
     pytest.param(Choices(driver_branch="535"), Options(), id="R535 pinned: Debian's own driver"),
     pytest.param(
         Choices(driver_branch="580", driver_flavour="proprietary", python="3.11"),
@@ -115,7 +121,7 @@ def test_every_planned_package_is_in_the_archive(archive, facts_from, choices, o
 
 def test_a_planned_package_that_does_not_exist_fails_the_tier(archive):
     fresh_sources(archive)
-    plan = plan_for("recorded", archive, Choices(variant="cu126"), Options())
+    plan = plan_for("recorded", archive, Choices(variant="cu126", driver_branch="535"), Options())
     bogus = "nvidia-kernel-dkms-that-does-not-exist"
 
     def rename(step):
@@ -141,7 +147,7 @@ def test_debian_12_driver_row_is_what_the_archive_has(archive):
     fresh_sources(archive)
     row = load_drivers().release("12")
     assert row is not None and not row.open
-    plan = plan_for("recorded", archive, Choices(variant="cu126"), Options())
+    plan = plan_for("recorded", archive, Choices(variant="cu126", driver_branch="535"), Options())
     checks = list(check_plan(archive, plan))  # runs the plan's own enable-debian-nonfree
     assert_resolves(checks)
     policy = archive.run(["apt-cache", "policy", "nvidia-kernel-dkms"], env=ENV).stdout

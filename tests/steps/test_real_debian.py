@@ -20,7 +20,7 @@ from tests.conftest import facts_of
 
 T4 = "t4-debian12-fresh"
 OLD, NEW = "6.1.0-37-cloud-amd64", "6.1.0-57-cloud-amd64"
-NATIVE = Choices(variant="cu126")
+NATIVE = Choices(variant="cu126", driver_branch="535")
 
 
 def planned(table, facts: HostFacts, choices: Choices | None = None):
