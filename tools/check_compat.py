@@ -1,8 +1,16 @@
-"""Check wizard/recommend/compat.yaml against PyPI with pip's own resolver; no wheel is downloaded.
+"""Check wizard/recommend/compat.yaml against PyPI (pip's own resolver) and NVIDIA's GPU lists.
 
 Usage:
-    python tools/check_compat.py            # ask PyPI, write the cache, print disagreements
+    python tools/check_compat.py            # ask PyPI, read NVIDIA's lists, write both caches
     python tools/check_compat.py --offline  # judge the table by the cached answers only
+    python tools/check_compat.py --only gpus --open-modules PATH   # the GPU lists alone, from a
+                                                                   # clone of open-gpu-kernel-modules
+
+The GPU part (tools/nvidia_lists.py, judged by gpuwizard.recommend.gpu_lists) reads, for every
+GPU of the table's ``gpu_listings``, NVIDIA's open-kernel-module README at every release tag and
+the driver README's Appendix A from every driver package of Ubuntu's and Debian's archives,
+prints the first release of each flavour that lists it, and keeps what it read, dated, in
+tools/compat_gpu_lists_cache.json (tests/recommend/test_gpu_lists.py holds the table to it).
 
 What it asks, per torch release on PyPI (1.12.1 and newer) and per platform (x86_64, aarch64):
 
@@ -24,7 +32,7 @@ torch with a constraint file and adds local indexes; ``--isolated`` would still 
 
 The answers go to tools/compat_pypi_cache.json with the date; tests/recommend/test_pypi_cache.py
 holds compat.yaml to that file offline. Exit status: 0 when the table and PyPI agree, 1 on any
-disagreement (each is printed), 2 when PyPI could not be asked.
+disagreement (each is printed), 2 when PyPI or NVIDIA's lists could not be read.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from pip._vendor.packaging.requirements import Requirement
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.version import Version
+from gpuwizard.recommend import gpu_lists
 from gpuwizard.recommend.pypi_facts import (
     OLDEST,
     PLATFORMS,
@@ -57,9 +66,13 @@ from gpuwizard.recommend.pypi_facts import (
     cuda_build,
     disagreements,
 )
-from gpuwizard.recommend.table import load_table
+from gpuwizard.recommend.table import CompatTable, load_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, tools/nvidia_lists.py
+import nvidia_lists
 
 CACHE = Path(__file__).with_name("compat_pypi_cache.json")
+GPU_CACHE = Path(__file__).with_name("compat_gpu_lists_cache.json")
 INDEX = "https://pypi.org/simple"
 PYTHONS = ("3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -291,11 +304,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--python", default=sys.executable, help="the interpreter whose pip is used"
     )
+    parser.add_argument("--only", choices=("pypi", "gpus"), help="check one part (default: both)")
+    parser.add_argument("--gpu-cache", type=Path, default=GPU_CACHE, help=f"default: {GPU_CACHE}")
+    parser.add_argument(
+        "--open-modules",
+        type=Path,
+        help="a git clone of NVIDIA/open-gpu-kernel-modules (default: clone it, blobs on demand)",
+    )
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def check_pypi(args: argparse.Namespace) -> int:
     if args.offline:
         answers = read_cache(args.cache)
     else:
@@ -313,6 +332,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = f"{len(found)} disagreement(s)" if found else "compat.yaml agrees with PyPI"
     print(f"{verdict}: {releases} torch releases, {len(answers.torchvision)} torchvision releases")
     return 1 if found else 0
+
+
+def check_gpus(args: argparse.Namespace) -> int:
+    table = load_table()
+    if args.offline:
+        try:
+            lists = gpu_lists.parse(args.gpu_cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError, CodecError) as error:
+            raise SystemExit(f"check_compat: cannot read {args.gpu_cache}: {error}") from None
+    else:
+        try:
+            lists = read_lists(table, args.open_modules)
+        except (nvidia_lists.ListsFailed, subprocess.SubprocessError, OSError) as error:
+            print(f"check_compat: could not read NVIDIA's lists: {error}", file=sys.stderr)
+            return 2
+        args.gpu_cache.write_text(gpu_lists.dump(lists), encoding="utf-8")
+        print(f"wrote {args.gpu_cache} ({len(lists.listed)} GPUs, {lists.checked})")
+    for line in gpu_lists.report(table, lists):
+        print(line)
+    found = gpu_lists.disagreements(table, lists)
+    for line in found:
+        print(line)
+    read = f"{len(lists.open.releases)} open-module and {len(lists.proprietary.releases)} driver READMEs"
+    verdict = f"{len(found)} disagreement(s)" if found else "compat.yaml agrees with NVIDIA's lists"
+    print(f"{verdict}: {len(table.gpu_listings)} GPUs, {read} (read {lists.checked})")
+    return 1 if found else 0
+
+
+def read_lists(table: CompatTable, open_modules: Path | None) -> gpu_lists.GpuListsRead:
+    wanted = [row.device_id for row in table.gpu_listings]
+    with tempfile.TemporaryDirectory() as scratch:
+        git_dir = open_modules or nvidia_lists.clone_open_modules(Path(scratch) / "open.git")
+        open_lists, open_ids = nvidia_lists.read_open(git_dir)
+        closed_lists, closed_ids = nvidia_lists.read_proprietary(Path(scratch) / "apt")
+    listed = {
+        device: {
+            "open": tuple(r for r in open_lists.releases if device in open_ids[r]),
+            "proprietary": tuple(r for r in closed_lists.releases if device in closed_ids[r]),
+        }
+        for device in wanted
+    }
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    return gpu_lists.GpuListsRead(1, today, open_lists, closed_lists, listed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    codes = []
+    if args.only in (None, "pypi"):
+        codes.append(check_pypi(args))
+    if args.only in (None, "gpus"):
+        codes.append(check_gpus(args))
+    return max(codes)
 
 
 if __name__ == "__main__":

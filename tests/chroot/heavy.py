@@ -41,8 +41,9 @@ from tests.chroot.roots import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
-CHOICES = SetupRequest(variant="cu126")
-"""The build Debian's own R535 runs: the plan installs Debian's driver, no third-party repo."""
+CHOICES = SetupRequest(variant="cu126", driver_branch="535")
+"""The build Debian's own R535 runs, and R535 itself: past its end of life, Debian's driver is
+installed only when its branch is asked for (a supported branch that fits comes first)."""
 HEADERS_COMMON = re.compile(r"^linux-headers-[\d.]+-\d+-common$")
 ENV = "/opt/gpuwizard/envs/pytorch"
 KILL_MID_UNPACK = r"""

@@ -35,7 +35,7 @@ EVERY_PART = {
 VARIANTS = [
     pytest.param(SetupRequest(), id="NVIDIA's repository"),
     pytest.param(SetupRequest(**EVERY_PART), id="NVIDIA's repository, every option"),
-    pytest.param(SetupRequest(variant="cu126"), id="Debian's own driver"),
+    pytest.param(SetupRequest(variant="cu126", driver_branch="535"), id="Debian's own driver"),
     pytest.param(
         SetupRequest(variant="cu126", **EVERY_PART), id="Debian's own driver, every option"
     ),
@@ -115,7 +115,7 @@ def test_every_planned_package_is_in_the_archive(archive, facts_from, request_):
 
 def test_a_planned_package_that_does_not_exist_fails_the_tier(archive):
     fresh_sources(archive)
-    plan = plan_for("recorded", archive, SetupRequest(variant="cu126"))
+    plan = plan_for("recorded", archive, SetupRequest(variant="cu126", driver_branch="535"))
     bogus = "nvidia-kernel-dkms-that-does-not-exist"
 
     def rename(step):
@@ -141,7 +141,7 @@ def test_debian_12_driver_row_is_what_the_archive_has(archive):
     fresh_sources(archive)
     row = load_drivers().release("12")
     assert row is not None and not row.open
-    plan = plan_for("recorded", archive, SetupRequest(variant="cu126"))
+    plan = plan_for("recorded", archive, SetupRequest(variant="cu126", driver_branch="535"))
     checks = list(check_plan(archive, plan))  # runs the plan's own enable-debian-nonfree
     assert_resolves(checks)
     policy = archive.run(["apt-cache", "policy", "nvidia-kernel-dkms"], env=ENV).stdout

@@ -59,7 +59,7 @@ def run_steps(machine: ChrootMachine, planned: Planned, *ids: str) -> int:
 # ------------------------------------------------------------------------------------ B3
 def test_b3_the_planned_environment_is_created_on_a_minimal_debian(t4):
     """python3.11-venv is planned and installed first; the venv works (pip runs in it)."""
-    planned = plan_on(t4, SetupRequest(variant="cu126"))
+    planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     with timed("defects: create-env through the runner"):
         assert run_steps(t4, planned, "create-env") == 0, (
             t4.state_dir / "events.jsonl"
@@ -73,7 +73,7 @@ def test_b3_a_half_made_environment_is_seen_as_broken_and_made_again(t4):
     t4.run(["/usr/bin/python3.11", "-m", "venv", "--clear", "--without-pip", ENV_PATH], check=True)
     env = next(e for e in facts_of(t4).python.environments if e.path == ENV_PATH)
     assert env.problem and "pip" in env.problem
-    planned = plan_on(t4, SetupRequest(variant="cu126"))
+    planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     create = planned.plan.step("create-env")
     assert create.actions, "a broken environment must not count as created"
     assert run_steps(t4, planned, "create-env") == 0
@@ -85,7 +85,7 @@ def test_b8_the_pip_upgrade_fails_when_the_index_cannot_be_reached(t4):
     """The planned pip upgrade, in a working venv: it must fail when the index is unreachable."""
     t4.run(["apt-get", "-q", "-y", "install", "python3.11-venv"], env=ENV, check=True)
     t4.run(["/usr/bin/python3.11", "-m", "venv", ENV_PATH], check=True)
-    planned = plan_on(t4, SetupRequest(variant="cu126"))
+    planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     first = planned.plan.step("install-torch").actions[0]
     assert isinstance(first, PipInstall) and first.force_reinstall
     broken = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "3"}
@@ -110,7 +110,7 @@ def stale(machines: MachineFactory) -> ChrootMachine:
 
 
 def test_b1_headers_gone_from_the_archive_plan_the_newest_kernel_and_a_reboot(stale):
-    planned = plan_on(stale, SetupRequest(variant="cu126"))
+    planned = plan_on(stale, SetupRequest(variant="cu126", driver_branch="535"))
     lines = [
         a.command().argv
         for s in planned.plan.steps
@@ -132,7 +132,7 @@ def test_b1_headers_gone_from_the_archive_plan_the_newest_kernel_and_a_reboot(st
 
 # ------------------------------------------------------------------------------------ B4
 def test_b4_the_driver_brings_no_second_kernel_flavour_s_headers(t4):
-    planned = plan_on(t4, SetupRequest(variant="cu126"))
+    planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     driver = planned.plan.step("install-nvidia-driver")
     assert "--no-install-recommends" in driver.why
     for _ in check_plan(t4, planned.plan):  # enable-debian-nonfree for real first

@@ -1,5 +1,9 @@
 """Debian's own driver as a driver source: offered where it fits, chosen when it does, and the
-reason either way; its data file is validated like compat.yaml."""
+reason either way; its data file is validated like compat.yaml.
+
+Both Debian releases carry a branch past its end of life (bookworm R535, trixie R550), so a
+supported branch from NVIDIA's repository that fits wins (issue 30); Debian's driver is chosen
+when its branch is asked for (DEBIAN_OWN), with a warning that says so."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from gpuwizard.recommend.target import target_from_facts, target_from_spec
 from tests.conftest import facts_of
 
 T4 = "t4-debian12-fresh"
+DEBIAN_OWN = SetupRequest(variant="cu126", driver_branch="535")
 
 
 def chosen(table, target, choices: SetupRequest | None = None) -> Recommendation:
@@ -29,11 +34,19 @@ def reasons_for(result: Recommendation) -> dict[str, str]:
     return {r.option: r.reason for r in result.rejected}
 
 
-def test_by_default_nvidia_s_r580_wins_and_debian_s_driver_says_what_would_fit(table):
+def test_by_default_nvidia_s_r580_wins_and_debian_s_end_of_life_driver_offers_no_way_in(table):
     result = chosen(table, target_from_facts(facts_of(T4), table))
     assert (result.driver.source, result.driver.branch) == ("cuda-repo-apt", "580")
     why = reasons_for(result)["install R535 proprietary from Debian's archive"]
-    assert "needs driver 580" in why and "pass --variant cu126 to use Debian's own driver" in why
+    assert "needs driver 580" in why
+    assert "--variant" not in why  # cu126 would not make an end-of-life branch win
+
+
+def test_with_a_build_debian_s_driver_runs_nvidia_s_supported_r580_still_wins(table):
+    result = chosen(table, target_from_facts(facts_of(T4), table), SetupRequest(variant="cu126"))
+    assert (result.driver.source, result.driver.branch) == ("cuda-repo-apt", "580")
+    why = reasons_for(result)["install R535 proprietary from Debian's archive"]
+    assert why.startswith("R535 is LTSB, end of life since 2026-06; R580 is LTSB, supported")
 
 
 def test_bookworm_s_open_module_is_not_offered_and_says_why(table):
@@ -45,8 +58,8 @@ def test_bookworm_s_open_module_is_not_offered_and_says_why(table):
     assert "(checked 2026-12-03)" in why
 
 
-def test_where_it_fits_the_build_debian_s_own_driver_is_chosen(table):
-    result = chosen(table, target_from_facts(facts_of(T4), table), SetupRequest(variant="cu126"))
+def test_asked_for_by_branch_debian_s_own_driver_is_chosen_with_a_warning(table):
+    result = chosen(table, target_from_facts(facts_of(T4), table), DEBIAN_OWN)
     d = result.driver
     assert (d.source, d.branch, d.version, d.flavor) == (
         "debian-archive",
@@ -56,13 +69,15 @@ def test_where_it_fits_the_build_debian_s_own_driver_is_chosen(table):
     )
     assert d.packages[:4] == ("nvidia-kernel-dkms", "libcuda1", "nvidia-smi", "nvidia-persistenced")
     assert any("no third-party repository" in r for r in result.reasons)
-    assert "needs NVIDIA's third-party repository" in reasons_for(result)["install R580 open"]
+    assert reasons_for(result)["install R580 open"] == "not the branch asked for (R535)"
     assert not any("cuda-repo-apt" in u for u in result.unconfirmed)
+    warning = next(r for r in result.reasons if r.startswith("warning: R535"))
+    assert "past its end of life (since 2026-06)" in warning and "asked for" in warning
 
 
 def test_trixie_offers_both_flavours_of_r550(table):
     target = target_from_spec(table, ["T4"], "debian:13")
-    result = chosen(table, target, SetupRequest(variant="cu126"))
+    result = chosen(table, target, SetupRequest(variant="cu126", driver_branch="550"))
     assert (result.driver.source, result.driver.branch) == ("debian-archive", "550")
     assert "install R550 open from Debian's archive" in reasons_for(result)
     assert not any(r.reason.startswith("not offered") for r in result.rejected)

@@ -21,7 +21,7 @@ from tests.conftest import facts_of
 
 T4 = "t4-debian12-fresh"
 OLD, NEW = "6.1.0-37-cloud-amd64", "6.1.0-57-cloud-amd64"
-NATIVE = SetupRequest(variant="cu126")
+NATIVE = SetupRequest(variant="cu126", driver_branch="535")
 
 
 def planned(table, facts: HostFacts, choices: SetupRequest | None = None):

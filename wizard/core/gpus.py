@@ -121,6 +121,12 @@ class GpuModel:
     def is_known(self) -> bool:
         return self.compute_capability is not None
 
+    @property
+    def is_integrated(self) -> bool:
+        """Part of a system-on-chip (Jetson, Tegra): its driver and CUDA come with the board's
+        own software (JetPack), never from a data-center driver branch."""
+        return is_integrated(self.name)
+
 
 @dataclass(frozen=True)
 class PciIdEntry:
@@ -155,6 +161,17 @@ def open_modules_rule(chip: str, name: str, compute_capability: str | None) -> O
     if chip.startswith("GB") or "GH200" in name:
         return "required"
     return "supported" if float(compute_capability) >= _FIRST_OPEN_MAJOR else "unsupported"
+
+
+# pci.ids names every integrated NVIDIA GPU that has a PCI id after its product family:
+# "GB10B [Jetson AGX Thor]", "Tegra on x86". NVIDIA's GPU Operator: "NVIDIA Jetson, or other
+# embedded products with integrated GPUs, are not supported" [S18].
+_INTEGRATED = re.compile(r"\b(Jetson|Tegra)\b")
+
+
+def is_integrated(name: str) -> bool:
+    """An integrated (system-on-chip) GPU, by the product family pci.ids names."""
+    return _INTEGRATED.search(name) is not None
 
 
 def model_from_entry(entry: PciIdEntry) -> GpuModel:

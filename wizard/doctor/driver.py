@@ -12,7 +12,7 @@ from gpuwizard.core.hints import find
 from gpuwizard.core.version import at_least, is_version, kernel_sort_key
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.observed import Observed
-from gpuwizard.recommend.rules import driver_floor_for
+from gpuwizard.recommend.rules import driver_floor_for, last_branch_for
 from gpuwizard.recommend.table import CompatTable
 
 RELIABILITY = "reliability.md"
@@ -188,7 +188,7 @@ def check_gpu_support(facts: HostFacts, seen: Observed, table: CompatTable) -> F
         return None
     branch = version.split(".")[0]
     for gpu in {g.model.device_id: g.model for g in facts.hardware.gpus}.values():
-        last = gpu.last_driver_branch
+        last = last_branch_for(table, gpu)
         if last and branch.isdigit() and int(branch) > int(last):
             log = seen.kernel_log.text if seen.kernel_log else ""
             hit = find(log, "legacy-driver")
@@ -200,7 +200,7 @@ def check_gpu_support(facts: HostFacts, seen: Observed, table: CompatTable) -> F
                 f"{last}.xx Legacy drivers'); driver {version} ignores it.",
                 f"Install the R{last} driver (gpuwizard recommends it: "
                 f"`gpuwizard recommend`) and hold it so upgrades stay on R{last}.",
-                (f"driver {version}", f"last branch for {gpu.arch}: R{last}")
+                (f"driver {version}", f"last branch for the {gpu.name}: R{last}")
                 + ((hit.line,) if hit else ()),
                 "compat.md b.3, c.1 (R580 is the last branch for Maxwell, Pascal and Volta)",
             )

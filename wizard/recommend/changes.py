@@ -94,9 +94,7 @@ def changes(
             "remove the driver installed by NVIDIA's .run installer (nvidia-uninstall) before installing packages"
         )
     if driver.action == "upgrade" and target.driver:
-        out.append(
-            f"replace driver {target.driver.version} with R{driver.branch} ({driver.flavor} modules)"
-        )
+        out.append(_replacement(target, driver))
     if target.nvml_problem and target.driver and "mismatch" in target.nvml_problem:
         out.append(
             f"reboot to load the installed driver: {target.nvml_problem}; "
@@ -119,6 +117,18 @@ def changes(
         )
     del table, os_row
     return tuple(out)
+
+
+def _replacement(target: Target, driver: DriverPlan) -> str:
+    installed = target.driver
+    assert installed is not None
+    if installed.branch != driver.branch:
+        return f"replace driver {installed.version} with R{driver.branch} ({driver.flavor} modules)"
+    was = f", {installed.flavor} modules" if installed.flavor else ""
+    return (
+        f"switch the installed R{driver.branch} driver ({installed.version}{was}) to its "
+        f"{driver.flavor} kernel modules ({driver.version}): the same branch, other modules"
+    )
 
 
 def notes(

@@ -18,6 +18,7 @@ import yaml
 
 from gpuwizard.core.codec import CodecError, from_jsonable
 from gpuwizard.recommend.os_support import OsRelease
+from gpuwizard.recommend.ranking import is_supported
 from gpuwizard.recommend.rules import (
     DEBIAN_ARCHIVE,
     Candidate,
@@ -117,7 +118,10 @@ def not_offered(os_row: OsRelease | None) -> list[tuple[str, str]]:
 def hint(
     table: CompatTable, target: Target, release: TorchRelease, option: DriverOption, nvcc: bool
 ) -> str:
-    """What would let Debian's driver be used: another CUDA build of the same PyTorch."""
+    """What would let Debian's driver be used: another CUDA build of the same PyTorch. Nothing
+    when its branch is past its end of life: a supported branch that fits would still win."""
+    if not is_supported(table, option.branch):
+        return ""
     fitting = [
         variant
         for variant in release.variants

@@ -5,13 +5,14 @@ allow. Every rule runs on every candidate; the survivors are ranked by a declare
 
 1. the newest torch release that the table's "latest" policy allows (its whole set confirmed),
    unless one is pinned;
-2. keeping a working driver over changing it;
-3. PyPI's default CUDA build for the host's platform, then the other builds, experimental builds last;
-4. a driver the OS's own archive carries over one from a third-party repository (on Debian:
-   its own non-free driver over NVIDIA's repository, ``debian_native``);
-5. a driver that runs the build natively over minor-version compatibility;
-6. a supported long-term branch over a production branch over an end-of-life one, newest first;
-7. newer CUDA; open kernel modules from R560 on (NVIDIA's default), proprietary before.
+2. then the order of ``ranking.rank``: keeping a working driver over changing it; PyPI's default
+   CUDA build for the host's platform, then the other builds, experimental builds last; a
+   supported branch over one past its end of life; the installed branch (another flavour of its
+   kernel modules) over another branch; a driver the OS's own archive carries over one from a
+   third-party repository (on Debian: its own non-free driver over NVIDIA's repository,
+   ``debian_native``); a driver that runs the build natively over minor-version compatibility;
+   a long-term branch over a production one, newest first; newer CUDA; open kernel modules
+   from R560 on (NVIDIA's default), proprietary before.
 
 The winner becomes a ``Recommendation``; when nothing survives, a ``Refusal`` names the rule that
 fails for every candidate of the releases tried (``refusal.py``). ``explain.py`` writes the
@@ -21,17 +22,16 @@ sentences.
 from __future__ import annotations
 
 from gpuwizard.core.request import SetupRequest
-from gpuwizard.core.version import Version, at_least, is_version, variant_cuda
+from gpuwizard.core.version import Version, is_version
 from gpuwizard.recommend import debian_native, explain, pinned
 from gpuwizard.recommend.os_support import OsRelease, match_os
+from gpuwizard.recommend.ranking import rank
 from gpuwizard.recommend.refusal import refusal_from
 from gpuwizard.recommend.result import Recommendation, Refusal, Search
-from gpuwizard.recommend.rules import THIRD_PARTY, Candidate, DriverAction, DriverOption, failures
+from gpuwizard.recommend.rules import Candidate, DriverAction, DriverOption, failures
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import BadInput, Target
 
-# "Starting in the 560 driver release series, the open kernel module flavor is the default" [S14]
-_OPEN_DEFAULT_FROM = 560
 _NO_PINS = SetupRequest()
 
 
@@ -73,14 +73,22 @@ def driver_options(
         version = table.newest_driver(row, os_row) if row else None
         if row is None or not row.installable or version is None:
             continue
-        if current and branch == current.branch:
-            continue
         for flavor in ("open", "proprietary"):
-            if getattr(row, flavor):
-                options.append(DriverOption(action, branch, version, flavor, os_row.driver_source))
+            option = DriverOption(action, branch, version, flavor, os_row.driver_source)
+            if getattr(row, flavor) and not _is_installed(option, target):
+                options.append(option)
     native = debian_native.options(os_row, action)
-    options += [o for o in native if not (current and o.branch == current.branch)]
+    options += [o for o in native if not _is_installed(o, target)]
     return tuple(options)
+
+
+def _is_installed(option: DriverOption, target: Target) -> bool:
+    """The installed driver is this branch with this flavour (or of a flavour nobody knows):
+    keeping it is the option, not reinstalling it. Its other flavour stays on offer."""
+    current = target.driver
+    if current is None or option.branch != current.branch:
+        return False
+    return current.flavor in (None, option.flavor)
 
 
 def candidates(
@@ -101,40 +109,6 @@ def candidates(
     ]
 
 
-def rank(table: CompatTable, c: Candidate, platform: str = "x86_64") -> tuple[int, ...]:
-    """Lower is better; torch order is handled by trying releases newest first.
-
-    A build the driver runs natively (driver >= the CUDA release's GA driver) beats one it runs
-    only through minor-version compatibility, which has no PTX JIT; so for torch 2.15's default
-    cu132 a fresh install picks R595 (13.2 GA) over R580 [S8][S9].
-    """
-    branch = table.branch(c.driver.branch)
-    supported = branch is not None and branch.eol >= table.reviewed[:7]
-    long_term = supported and branch is not None and branch.designation == "LTSB"
-    release = c.torch
-    cuda = Version.parse(variant_cuda(c.variant))
-    ga = table.cuda(cuda.text)
-    native = ga is None or at_least(c.driver.version, ga.ga_driver)
-    variant_rank = (
-        0
-        if c.variant == release.pypi_default(platform)
-        else 2
-        if c.variant in release.experimental
-        else 1
-    )
-    open_preferred = int(c.driver.branch) >= _OPEN_DEFAULT_FROM
-    return (
-        0 if c.driver.action == "keep" else 1,
-        variant_rank,
-        1 if c.driver.source in THIRD_PARTY else 0,
-        0 if native else 1,
-        0 if long_term else 1 if supported else 2,
-        -int(c.driver.branch),
-        -cuda.parts[0] * 100 - cuda.parts[1],
-        0 if (c.driver.flavor == "open") == open_preferred else 1,
-    )
-
-
 def search(table: CompatTable, target: Target, request: SetupRequest) -> Search:
     """Try releases newest first; the first release with a passing candidate wins."""
     os_row = match_os(table, target.os_id or "", target.os_version or "")
@@ -145,11 +119,16 @@ def search(table: CompatTable, target: Target, request: SetupRequest) -> Search:
         raise BadInput(f"--variant {request.variant!r}: no PyTorch release has that build")
     options = driver_options(table, target, os_row, request)
     usable = tuple(o for o in options if pinned.allowed(o, request))
+    installed = target.driver.branch if target.driver else None
     closest: Candidate | None = None
     tried: list[Candidate] = []
     for release in releases:
         scored = [
-            (c, len(failures(table, target, c, request.needs_nvcc)), rank(table, c, target.arch))
+            (
+                c,
+                len(failures(table, target, c, request.needs_nvcc)),
+                rank(table, c, target.arch, installed),
+            )
             for c in candidates(table, target, release, usable, request.variant, request.python)
         ]
         if closest is None and scored:

@@ -13,8 +13,8 @@ from collections import Counter
 from gpuwizard.core.gpus import GpuModel
 from gpuwizard.core.version import Version, at_least, variant_cuda
 from gpuwizard.recommend import changes as change_list
-from gpuwizard.recommend import debian_native, pinned
-from gpuwizard.recommend.os_support import is_guess, match_os
+from gpuwizard.recommend import debian_native, pinned, ranking
+from gpuwizard.recommend.os_support import OsRelease, is_guess, match_os
 from gpuwizard.recommend.result import (
     PYTORCH_INDEX,
     DriverPlan,
@@ -28,7 +28,7 @@ from gpuwizard.recommend.result import (
     TorchPlan,
 )
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
-from gpuwizard.recommend.table import CompatTable, TorchRelease
+from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease
 from gpuwizard.recommend.target import Target
 
 PREFERRED_PYTHON = "3.12"
@@ -47,6 +47,13 @@ def precondition_refusal(table: CompatTable, target: Target) -> Refusal | None:
     gpus = summarise_gpus(target.gpus)
     if not target.gpus:
         return Refusal("no NVIDIA GPU was found on this host", gpus)
+    if integrated := next((g for g in target.gpus if _is_integrated(table, g)), None):
+        return Refusal(
+            f"{integrated.name} (10de:{integrated.device_id}) is an integrated GPU: its driver and "
+            "CUDA come with NVIDIA JetPack (Jetson Linux), not from a data-center driver branch; "
+            "set it up with JetPack",
+            gpus,
+        )
     unknown = [g for g in target.gpus if not g.is_known]
     if unknown:
         return Refusal(
@@ -74,9 +81,15 @@ def precondition_refusal(table: CompatTable, target: Target) -> Refusal | None:
     return None
 
 
+def _is_integrated(table: CompatTable, gpu: GpuModel) -> bool:
+    """A Jetson/Tegra GPU by its name, or one the table's NVIDIA-list rows mark integrated."""
+    listing = table.gpu_listing(gpu.device_id)
+    return gpu.is_integrated or (listing is not None and listing.integrated)
+
+
 def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> DriverPlan:
     target, option = found.target, winner.driver
-    floors = [f for g in target.gpus if (f := driver_floor_for(table, g))]
+    floors = [f for g in target.gpus if (f := driver_floor_for(table, g, option.flavor))]
     cuda = variant_cuda(winner.variant)
     ga = table.cuda(cuda)
     wheel_floor = (
@@ -191,7 +204,55 @@ def reasons(
     else:
         out.append(f"Python {python.version} will be installed for the environment: {supported}")
     out += change_list.notes(table, target, found.os_row, driver)
-    return out
+    return out + end_of_life_warning(table, found, winner)
+
+
+def end_of_life_warning(table: CompatTable, found: Search, winner: Candidate) -> list[str]:
+    """A branch past its end of life is installed only when no supported one fits: say so."""
+    option = winner.driver
+    row = table.branch(option.branch)
+    if option.action == "keep" or row is None or ranking.is_supported(table, option.branch):
+        return []
+    head = (
+        f"warning: R{option.branch} is past its end of life (since {row.eol}): NVIDIA no longer "
+        "fixes it, security fixes included"
+    )
+    if found.request.driver_branch == option.branch:
+        return [f"{head}; it is installed because it was asked for"]
+    return [f"{head}; {_why_no_supported_branch(table, found, winner)}"]
+
+
+def _newer_release(table: CompatTable, row: OsRelease | None) -> str:
+    """The next release of the same OS in the table that offers a supported branch."""
+    newer = [
+        o
+        for o in table.operating_systems
+        if row
+        and o.id == row.id
+        and Version.parse(o.version) > Version.parse(row.version)
+        and any(ranking.is_supported(table, b) for b in o.driver_branches)
+    ]
+    if not newer:
+        return ""
+    first = min(newer, key=lambda o: Version.parse(o.version))
+    branches = [f"R{b}" for b in first.driver_branches if ranking.is_supported(table, b)]
+    return f"; {first.label} offers {', '.join(branches)}"
+
+
+def _why_no_supported_branch(table: CompatTable, found: Search, winner: Candidate) -> str:
+    supported = [
+        o for o in found.options if o.action != "keep" and ranking.is_supported(table, o.branch)
+    ]
+    row = found.os_row
+    where = row.label if row else "this OS"
+    if not supported:
+        offered = ", ".join(f"R{b}" for b in pinned.offered_branches(table, row))
+        return f"{where} offers no supported branch (only {offered}){_newer_release(table, row)}"
+    option = supported[0]
+    alt = Candidate(winner.torch, winner.variant, winner.build, option, winner.python)
+    problems = failures(table, found.target, alt, found.request.needs_nvcc)
+    why = problems[0] if problems else "it ranks lower"
+    return f"no supported branch fits here: R{option.branch} {option.flavor or ''}: {why}"
 
 
 def _driver_reason(
@@ -258,11 +319,14 @@ def rejected(table: CompatTable, found: Search, chosen: Candidate) -> list[Rejec
             chosen.python,
         )
         problems = failures(table, target, alt, needs_nvcc)
+        pin = found.request.variant
         out.append(
             Rejected(
                 variant,
                 problems[0]
                 if problems
+                else f"not the build asked for ({pin})"
+                if pin
                 else _variant_preference(table, chosen, variant, target.arch),
             )
         )
@@ -288,7 +352,7 @@ def _driver_rejected(
     alt = Candidate(chosen.torch, chosen.variant, chosen.build, option, chosen.python)
     problems = failures(table, target, alt, needs_nvcc)
     if not problems:
-        return _driver_preference(table, chosen.driver, option)
+        return _driver_preference(table, found, chosen, option)
     if option.source == debian_native.SOURCE:
         return problems[0] + debian_native.hint(table, target, chosen.torch, option, needs_nvcc)
     return problems[0]
@@ -306,12 +370,14 @@ def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> 
     for release in sorted(newer, key=lambda r: Version.parse(r.version)):
         if not release.confirmed:
             note = release.note or "it is not fully checked"
-            out.append(
-                Rejected(
-                    f"torch {release.version}",
-                    f"{note}; pass --torch {release.version} to choose it anyway",
-                )
+            anyway = _would_not_fit(table, found, release, chosen.python)
+            choose = (
+                f"{anyway}"
+                if anyway
+                else f"; pass --torch {release.version} to choose it anyway (the install then "
+                "checks torchvision's compiled ops and the GPU architectures)"
             )
+            out.append(Rejected(f"torch {release.version}", f"{note}{choose}"))
         else:
             out.append(
                 Rejected(
@@ -320,6 +386,23 @@ def _rejected_releases(table: CompatTable, found: Search, chosen: Candidate) -> 
                 )
             )
     return out
+
+
+def _would_not_fit(
+    table: CompatTable, found: Search, release: TorchRelease, python: str | None
+) -> str:
+    """Why an unconfirmed release could not be chosen here even when pinned ("" when it could)."""
+    target = found.target
+    options = [o for o in found.options if pinned.allowed(o, found.request)]
+    tried = [
+        Candidate(release, v, table.build(v, release.version, target.arch), o, python)
+        for v in release.builds_for(target.arch) or release.variants
+        for o in options
+    ]
+    said = [failures(table, target, c, found.request.needs_nvcc) for c in tried]
+    if not said or any(not problems for problems in said):
+        return ""
+    return f"; it would not fit here anyway: {min(said, key=len)[0]}"
 
 
 def _variant_preference(table: CompatTable, chosen: Candidate, variant: str, platform: str) -> str:
@@ -347,21 +430,98 @@ def _native(table: CompatTable, driver: str, variant: str) -> bool:
     return ga is None or at_least(driver, ga.ga_driver)
 
 
-def _driver_preference(table: CompatTable, chosen: DriverOption, option: DriverOption) -> str:
-    if chosen.action == "keep":
-        return f"not needed: the installed driver {chosen.version} already fits"
-    if chosen.source == debian_native.SOURCE and option.source != debian_native.SOURCE:
+def _driver_preference(
+    table: CompatTable, found: Search, chosen: Candidate, option: DriverOption
+) -> str:
+    """Why an option that passes every rule lost: the first preference of ``ranking.rank``
+    on which it and the chosen one differ, in that preference's words."""
+    target = found.target
+    installed = target.driver.branch if target.driver else None
+    alt = Candidate(chosen.torch, chosen.variant, chosen.build, option, chosen.python)
+    won = ranking.rank(table, chosen, target.arch, installed)
+    lost = ranking.rank(table, alt, target.arch, installed)
+    place = next((i for i, (a, b) in enumerate(zip(won, lost, strict=True)) if a != b), None)
+    decided = ranking.RANKED_BY[place] if place is not None else "order"
+    return _PREFERENCES.get(decided, _ranked_lower)(table, chosen, option)
+
+
+def _kept(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    return f"not needed: the installed driver {chosen.driver.version} already fits"
+
+
+def _end_of_life(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    return (
+        f"R{option.branch} is {_life(table, option.branch)}; R{chosen.driver.branch} is "
+        f"{_life(table, chosen.driver.branch)}, and a supported branch that fits comes first"
+    )
+
+
+def _installed_branch(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    return (
+        f"it would leave the installed branch; R{chosen.driver.branch} serves these GPUs with "
+        f"its {chosen.driver.flavor} kernel modules, so the change stays in it"
+    )
+
+
+def _source(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    if chosen.driver.source == debian_native.SOURCE:
         return (
-            f"needs NVIDIA's third-party repository; Debian's own R{chosen.branch} fits "
+            f"needs NVIDIA's third-party repository; Debian's own R{chosen.driver.branch} fits "
             "these GPUs and this build without one"
         )
-    if option.branch == chosen.branch:
-        return (
-            f"R{chosen.branch} {chosen.flavor} modules are preferred (NVIDIA's default from R560 is open)"
-            if chosen.flavor == "open"
-            else "proprietary modules are the safer choice before R560"
-        )
-    return f"R{option.branch} is {_life(table, option.branch)}; R{chosen.branch} is {_life(table, chosen.branch)}"
+    return (
+        f"needs a third-party repository; R{chosen.driver.branch} comes from the OS's own archive"
+    )
+
+
+def _not_native(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    cuda = variant_cuda(chosen.variant)
+    ga = table.cuda(cuda)
+    needs = f" (CUDA {cuda} needs {ga.ga_driver})" if ga else ""
+    return (
+        f"it fits, but driver {option.version} runs {chosen.variant} only through CUDA "
+        f"{cuda.split('.')[0]} minor-version compatibility (no PTX JIT); "
+        f"R{chosen.driver.branch} ({chosen.driver.version}) runs it natively{needs}"
+    )
+
+
+def _long_term(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    return (
+        f"R{option.branch} is {_life(table, option.branch)}; R{chosen.driver.branch} is "
+        f"{_life(table, chosen.driver.branch)}, and a long-term branch comes first"
+    )
+
+
+def _newer_branch(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    return f"R{chosen.driver.branch} is the newer branch of the same standing"
+
+
+def _flavour(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    if chosen.driver.flavor == "open":
+        return f"R{chosen.driver.branch} open modules are preferred (NVIDIA's default from R560 is open)"
+    return "proprietary modules are the safer choice before R560"
+
+
+def _ranked_lower(table: CompatTable, chosen: Candidate, option: DriverOption) -> str:
+    del table, option
+    return f"ranked below R{chosen.driver.branch} {chosen.driver.flavor or ''}".rstrip()
+
+
+_PREFERENCES = {
+    "keep": _kept,
+    "supported": _end_of_life,
+    "installed-branch": _installed_branch,
+    "source": _source,
+    "native": _not_native,
+    "long-term": _long_term,
+    "newer-branch": _newer_branch,
+    "flavour": _flavour,
+}
 
 
 def _life(table: CompatTable, branch: str) -> str:
@@ -375,7 +535,7 @@ def _life(table: CompatTable, branch: str) -> str:
 
 def unconfirmed(table: CompatTable, found: Search, winner: Candidate) -> list[str]:
     os_row, target = found.os_row, found.target
-    out = _os_unconfirmed(found)
+    out = _os_unconfirmed(found) + _listing_unconfirmed(table, target, winner.driver)
     if not winner.torch.confirmed:
         out.append(
             f"torch {winner.torch.version}: {winner.torch.note or 'not fully confirmed'}; verified after install"
@@ -405,6 +565,27 @@ def unconfirmed(table: CompatTable, found: Search, winner: Candidate) -> list[st
             f"the {os_row.driver_source} driver packages were checked for x86_64 only; "
             "the install step checks the arm64 ones exist before changing anything"
         )
+    return out
+
+
+_LISTS = {"open": "open-module READMEs", "proprietary": "driver READMEs (Appendix A)"}
+
+
+def _listing_unconfirmed(table: CompatTable, target: Target, driver: DriverOption) -> list[str]:
+    """A GPU whose NVIDIA list leaves it out in some release of the driver's own branch."""
+    both: tuple[Flavor, ...] = ("open", "proprietary")
+    flavours = (driver.flavor,) if driver.flavor else both
+    out = []
+    for gpu in dict.fromkeys(target.gpus):
+        listing = table.gpu_listing(gpu.device_id)
+        if listing is None:
+            continue
+        for flavour in flavours:
+            if driver.branch in listing.gaps(flavour):
+                out.append(
+                    f"{gpu.name} with R{driver.branch}: NVIDIA's {_LISTS[flavour]} disagree "
+                    f"({listing.note}); verified after install"
+                )
     return out
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from gpuwizard.recommend.explain import rejected, summarise_gpus
 from gpuwizard.recommend.result import Refusal, Search
 from gpuwizard.recommend.rules import (
+    DEBIAN_ARCHIVE,
     Candidate,
     Rule,
     driver_runs_wheel,
@@ -51,7 +52,7 @@ def refusal_from(table: CompatTable, found: Search) -> Refusal:
         if said:
             if cause == "build" and all(rule is wheel_exists for rule, _ in said):
                 cause = "no-build"
-            lead = _prefix(found) + _lead(table, found, cause, said[0][1])
+            lead = _prefix(found) + _lead(found, cause, said[0][1])
             reasons = tuple(sentence for _, sentence in said[:_MOST_REASONS])
             return Refusal(lead, gpus, reasons, tuple(rejected(table, found, closest)))
     problems = failures(table, found.target, closest, found.request.needs_nvcc)
@@ -75,7 +76,7 @@ def _universal(
     return out
 
 
-def _lead(table: CompatTable, found: Search, cause: str, first: str) -> str:
+def _lead(found: Search, cause: str, first: str) -> str:
     target, releases = found.target, found.releases
     scope = (
         f"torch {releases[0].version}"
@@ -92,23 +93,37 @@ def _lead(table: CompatTable, found: Search, cause: str, first: str) -> str:
     if cause == "flavor":
         return f"no kernel-module flavour serves every GPU here: {first}"
     if cause == "driver":
-        return f"no driver {_driver_scope(table, found)} supports {names}: {first}"
+        return f"no driver {_driver_scope(found)} supports {names}: {first}"
     if cause == "cuda":
         return f"the driver cannot run any CUDA build of {scope}: {first}"
     return first
 
 
-def _driver_scope(table: CompatTable, found: Search) -> str:
+def _driver_scope(found: Search) -> str:
+    """Which branches could be installed here, by where each comes from: the same branches as
+    the reasons that follow (NVIDIA's or the OS's packages, and Debian's own driver)."""
     installs = [o for o in found.options if o.action != "keep"]
     if not installs or found.os_row is None:
         return "that can stay on this host"
-    offered = ", ".join(f"R{b}" for b in found.os_row.driver_branches if _installable(table, b))
+    by_source: dict[str, list[str]] = {}
+    for option in installs:
+        branches = by_source.setdefault(_SOURCES.get(option.source or "", "its archive"), [])
+        if f"R{option.branch}" not in branches:
+            branches.append(f"R{option.branch}")
+    offered = ", ".join(f"{_and(b)} from {where}" for where, b in by_source.items())
     return f"that gpuwizard can install on {found.os_row.label} (it offers {offered})"
 
 
-def _installable(table: CompatTable, branch: str) -> bool:
-    row = table.branch(branch)
-    return row is not None and row.installable
+_SOURCES = {
+    "ubuntu-archive": "Ubuntu's archive",
+    "cuda-repo-apt": "NVIDIA's repository",
+    "cuda-repo-dnf": "NVIDIA's repository",
+    DEBIAN_ARCHIVE: "Debian's archive",
+}
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _prefix(found: Search) -> str:

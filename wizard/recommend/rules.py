@@ -91,26 +91,58 @@ def wheel_has_kernels(table: CompatTable, target: Target, c: Candidate) -> str |
     return f"{c.variant} builds of torch {c.torch.version} have no kernels for {names}: they ship {shipped}"
 
 
-def driver_floor_for(table: CompatTable, gpu: GpuModel) -> str | None:
+def driver_floor_for(table: CompatTable, gpu: GpuModel, flavor: Flavor | None = None) -> str | None:
+    """The oldest driver known to support a GPU (with a flavour's kernel modules, when given).
+
+    The newest of: the architecture's floor, a vendor's stated minimum for the model, and the
+    first release whose NVIDIA list names the model for that flavour (``gpu_listings``; with no
+    flavour, the earlier of the two lists).
+    """
+    floors = [f for f in (_arch_floor(table, gpu), _model_floor(table, gpu)) if f]
+    listing = table.gpu_listing(gpu.device_id)
+    if listing is not None:
+        named = [listing.first(f) for f in ((flavor,) if flavor else ("open", "proprietary"))]
+        firsts = [f for f in named if f]
+        floors += [min(firsts, key=Version.parse)] if firsts else []
+    return max(floors, key=Version.parse) if floors else None
+
+
+def _model_floor(table: CompatTable, gpu: GpuModel) -> str | None:
     model = next((r for r in table.model_driver_floors if r.device_id == gpu.device_id), None)
-    if model:
-        return model.min_driver
+    return model.min_driver if model else None
+
+
+def _arch_floor(table: CompatTable, gpu: GpuModel) -> str | None:
     arch = next(
         (r for r in table.gpu_driver_floors if r.compute_capability == gpu.compute_capability), None
     )
     return arch.min_driver if arch else None
 
 
+def last_branch_for(table: CompatTable, gpu: GpuModel) -> str | None:
+    """The newest branch that supports the GPU: its NVIDIA lists' where the table says, else its chip's."""
+    listing = table.gpu_listing(gpu.device_id)
+    return (listing.last_branch if listing else None) or gpu.last_driver_branch
+
+
 def driver_supports_gpus(table: CompatTable, target: Target, c: Candidate) -> str | None:
     for gpu in _unique(target.gpus):
-        last = gpu.last_driver_branch
+        last = last_branch_for(table, gpu)
         if last and int(c.driver.branch) > int(last):
             branch = c.driver.branch
-            return f"R{branch} does not support {gpu.name} ({gpu.arch}): R{last} is the last branch for {gpu.arch}"
-        floor = driver_floor_for(table, gpu)
+            return f"R{branch} does not support {gpu.name} ({gpu.arch}): {_last_clause(table, gpu, last)}"
+        floor = driver_floor_for(table, gpu, c.driver.flavor)
         if floor and not at_least(c.driver.version, floor):
-            return f"driver {c.driver.version} is too old for {gpu.name}: it needs {floor} or newer"
+            modules = f" with the {c.driver.flavor} kernel modules" if c.driver.flavor else ""
+            return f"driver {c.driver.version} is too old for {gpu.name}{modules}: it needs {floor} or newer"
     return None
+
+
+def _last_clause(table: CompatTable, gpu: GpuModel, last: str) -> str:
+    listing = table.gpu_listing(gpu.device_id)
+    if listing and listing.last_branch:
+        return f"R{last} is the last branch whose list of supported GPUs names it"
+    return f"R{last} is the last branch for {gpu.arch}"
 
 
 def driver_runs_wheel(table: CompatTable, target: Target, c: Candidate) -> str | None:
@@ -135,7 +167,16 @@ def flavor_fits_gpus(table: CompatTable, target: Target, c: Candidate) -> str | 
             return f"{gpu.name} ({gpu.arch}) requires the open kernel modules"
         if flavor == "open" and gpu.open_modules == "unsupported":
             return f"{gpu.name} ({gpu.arch}) cannot use the open kernel modules; it needs the proprietary ones"
+        if flavor == "open" and not _open_listed(table, gpu):
+            return f"no release of NVIDIA's open kernel modules lists {gpu.name}; it needs the proprietary ones"
     return None
+
+
+def _open_listed(table: CompatTable, gpu: GpuModel) -> bool:
+    """The open modules' README names the GPU in some release (a GPU the table has no row for
+    is taken at its chip's word: Turing and later)."""
+    listing = table.gpu_listing(gpu.device_id)
+    return listing is None or listing.open is not None
 
 
 def wheel_for_python(table: CompatTable, target: Target, c: Candidate) -> str | None:

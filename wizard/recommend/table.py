@@ -97,6 +97,42 @@ class ModelDriverFloor:
 
 
 @dataclass(frozen=True)
+class GpuListing:
+    """The first driver release whose NVIDIA list of supported GPUs names a device, per flavour.
+
+    ``tools/check_compat.py`` reads the lists (``gpuwizard.recommend.gpu_lists``) and fails when a
+    row disagrees with them. A driver older than the first listing is not known to support the
+    GPU with that flavour; the engine takes it as the GPU's floor.
+    """
+
+    device_id: str
+    name: str
+    open: str | None
+    """The first release whose open-kernel-module README names it; None: no release does."""
+    proprietary: str | None
+    """The first release read whose README Appendix A names it; None: none of those read."""
+    sources: tuple[str, ...]
+    open_gaps: tuple[str, ...] = ()
+    """Branches with a release, after the first listing, whose open-module list leaves it out."""
+    proprietary_gaps: tuple[str, ...] = ()
+    """Branches with a release, after the first listing, whose Appendix A leaves it out."""
+    last_branch: str | None = None
+    """The last branch whose lists name it, where that is not its chip's (gpus.CHIP_RULES)."""
+    integrated: bool = False
+    """An integrated GPU (Jetson): its driver and CUDA come with JetPack; gpuwizard refuses it."""
+    confirmed: bool = True
+    """False where the lists disagree (some release after the first listing leaves it out), or
+    where they could not say (the note says why)."""
+    note: str | None = None
+
+    def gaps(self, flavour: Flavor) -> tuple[str, ...]:
+        return self.open_gaps if flavour == "open" else self.proprietary_gaps
+
+    def first(self, flavour: Flavor) -> str | None:
+        return self.open if flavour == "open" else self.proprietary
+
+
+@dataclass(frozen=True)
 class WheelBuild:
     variant: str
     cuda: str
@@ -177,6 +213,7 @@ class CompatTable:
     minor_version_compatibility: tuple[MinorVersionCompat, ...]
     gpu_driver_floors: tuple[ArchDriverFloor, ...]
     model_driver_floors: tuple[ModelDriverFloor, ...]
+    gpu_listings: tuple[GpuListing, ...]
     wheel_builds: tuple[WheelBuild, ...]
     torch_releases: tuple[TorchRelease, ...]
     operating_systems: tuple[OsRelease, ...]
@@ -197,6 +234,9 @@ class CompatTable:
         """The version a fresh install of the branch gets on this OS."""
         own = (os_row.driver_versions or {}).get(branch.branch) if os_row else None
         return own or branch.latest
+
+    def gpu_listing(self, device_id: str) -> GpuListing | None:
+        return next((g for g in self.gpu_listings if g.device_id == device_id), None)
 
     def cuda(self, cuda: str) -> CudaRelease | None:
         return next((c for c in self.cuda_releases if c.cuda == cuda), None)
@@ -263,6 +303,7 @@ def _check_sources(table: CompatTable) -> None:
             for r in table.gpu_driver_floors
         ),
         *((f"model_driver_floors[{r.device_id}]", r.sources) for r in table.model_driver_floors),
+        *((f"gpu_listings[{r.device_id}]", r.sources) for r in table.gpu_listings),
         *((f"packages[{k}]", r.sources) for k, r in table.packages.items()),
     ]
     for where, keys in rows:
@@ -335,7 +376,21 @@ def validate(table: CompatTable) -> CompatTable:
             _check(version.split(".")[0] == branch, where, f"{version} is not an R{branch} driver")
     for driver in table.drivers:
         _check_versions(f"drivers[{driver.branch}]", driver.branch, driver.latest, driver.max_cuda)
+    _check_listings(table)
     return table
+
+
+def _check_listings(table: CompatTable) -> None:
+    ids = [g.device_id for g in table.gpu_listings]
+    _check(len(ids) == len(set(ids)), "gpu_listings", "a device is listed twice")
+    for row in table.gpu_listings:
+        where = f"gpu_listings[{row.device_id}]"
+        _check(bool(re.fullmatch(r"[0-9a-f]{4}", row.device_id)), where, "device_id: 4 hex digits")
+        _check_versions(where, row.open, row.proprietary, row.last_branch)
+        _check_versions(where, *row.open_gaps, *row.proprietary_gaps)
+        gaps = bool(row.open_gaps or row.proprietary_gaps)
+        _check(not (gaps and row.confirmed), where, "lists with gaps make it confirmed: false")
+        _check(row.confirmed or bool(row.note), where, "say in a note what is UNCONFIRMED")
 
 
 def parse_table(text: str) -> CompatTable:
