@@ -14,6 +14,13 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.machine_words import (
+    disk_words,
+    fabric_words,
+    nic_words,
+    platform_words,
+    torch_env_lines,
+)
 from gpuwizard.recommend.sizing import Finding
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
@@ -36,14 +43,11 @@ def host_table(facts: HostFacts) -> Table:
     if not counts:
         table.add_row("GPU", Text("no NVIDIA GPU found", style="yellow"))
     if facts.hardware.nvswitches or facts.hardware.infiniband:
-        table.add_row(
-            "Fabric",
-            plain(
-                f"{len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand"
-            ),
-        )
+        table.add_row("Fabric", plain(fabric_words(facts.hardware)))
     os = facts.os.pretty_name if facts.os else "unknown"
     table.add_row("OS", plain(f"{os} · kernel {facts.boot.kernel} · {facts.platform.arch}"))
+    if platform := platform_words(facts.platform):
+        table.add_row("Runs in", plain(platform))
     nvml = facts.boot.nvml
     driver = (
         f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
@@ -61,17 +65,13 @@ def host_table(facts: HostFacts) -> Table:
         f" ({facts.hardware.cpu_model})" if facts.hardware.cpu_model else ""
     )
     table.add_row("Machine", plain(f"{cpu} · {facts.hardware.memory_mib // 1024} GiB RAM"))
-    disks = ", ".join(
-        f"{d.name} {d.size_bytes / 1e12:.1f} TB{' NVMe' if d.nvme else ' HDD' if d.rotational else ''}"
-        for d in facts.hardware.disks
-    )
+    disks = ", ".join(disk_words(d) for d in facts.hardware.disks)
     table.add_row("Disks", plain(disks or "none found"))
-    nics = ", ".join(
-        f"{n.name} {n.speed_mbps // 1000 if n.speed_mbps else '?'} Gb/s"
-        for n in facts.hardware.nics
-    )
+    nics = ", ".join(nic_words(n) for n in facts.hardware.nics)
     table.add_row("Network", plain(nics or "none found"))
     table.add_row("Python", plain(facts.python.system_python or "none"))
+    for index, line in enumerate(torch_env_lines(facts)):
+        table.add_row("PyTorch" if index == 0 else "", plain(line))
     return table
 
 

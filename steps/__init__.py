@@ -73,7 +73,7 @@ def system_steps(s: Selection, facts: HostFacts) -> list[Step]:
         steps.append(WaitCloudInit())
     if s.family == "debian":
         steps.append(RepairDpkg())
-    if s.driver.installs and not s.wsl:
+    if s.driver.installs and not s.wsl and not facts.platform.container:
         steps += [
             UpgradeKernel(s.family, headers_gone(facts)),
             Reboot(
@@ -96,8 +96,8 @@ def _codename(facts: HostFacts) -> str:
 
 
 def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
-    if s.wsl:
-        return []
+    if s.wsl or facts.platform.container:
+        return []  # the driver is Windows' or the container host's: nothing of it is ours
     if not s.driver.installs:
         # T23: nothing to install, but only a reboot loads the driver the libraries now expect.
         if not _library_mismatch(facts):

@@ -79,6 +79,9 @@ def test_the_wheel_holds_only_gpuwizard(tmp_path):
     assert any(
         n.startswith("gpuwizard/sim/recorded-hosts/h100x8-ubuntu2204-fresh/root/") for n in names
     )
+    vm = "gpuwizard/sim/recorded-hosts/h200-vm-ubuntu2404-preinstalled/root"
+    assert f"{vm}/.dockerenv" in names, "a dotfile: glob's * alone would leave it out"
+    assert f"{vm}/opt/torch/.venv/pyvenv.cfg" in names, "in a dot folder, likewise"
     assert "gpuwizard/py.typed" in names
 
 

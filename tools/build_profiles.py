@@ -1,11 +1,13 @@
 """Write the built-in recorded hosts (wizard/sim/recorded-hosts/*) from the specs below.
 
 Each profile is a recorded-host directory in the format ``gpuwizard capture-host`` writes, so
-tests, ``--simulate`` and real captures share one reader. These nine were assembled by hand from
-real formats: os-release files as the distributions ship them, sysfs attribute files as the
-kernel prints them ("0x10de\\n", "16.0 GT/s PCIe\\n"), dpkg's status file, rpm / mokutil / cloud-init /
-df output as those tools print it, and NVML values as nvidia-smi reports them on those GPUs and
-drivers. A real capture of one of these machines should replace its spec.
+tests, ``--simulate`` and real captures share one reader (the hosts with PyTorch already
+installed, one of them a real capture, are in preinstalled_profiles.py beside this script).
+These nine were assembled by hand from real formats: os-release files as the distributions
+ship them, sysfs attribute files as the kernel prints them ("0x10de\\n", "16.0 GT/s
+PCIe\\n"), dpkg's status file, rpm / mokutil / cloud-init / df output as those tools print it,
+and NVML values as nvidia-smi reports them on those GPUs and drivers. A real capture of one of
+these machines should replace its spec.
 
 Usage: python tools/build_profiles.py [--only NAME]   (rewrites the directories; review the diff)
 """
@@ -180,6 +182,12 @@ class Profile:
     apt_policy: str | None = None
     """``apt-cache policy`` of the kernel header packages as recorded on the machine; None:
     every one of them has a candidate (an up-to-date archive), in apt's format."""
+    systemd: bool | None = None
+    """systemd runs the machine (/run/systemd/system); None: where systemctl answers."""
+    disk_models: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Disk name -> (vendor, model) as sysfs reports them (NVMe: no vendor file, "")."""
+    environ: dict[str, str] = field(default_factory=dict)
+    """The session's PATH, VIRTUAL_ENV, CONDA_PREFIX, HOME, SUDO_USER (environ.json)."""
 
 
 def gpu_pci(
@@ -395,6 +403,11 @@ def write_sys(root: Path, profile: Profile, links: dict[str, str]) -> None:
     for name, size, rotational in profile.disks:
         write_file(root, f"/sys/block/{name}/size", f"{size // 512}\n")
         write_file(root, f"/sys/block/{name}/queue/rotational", "1\n" if rotational else "0\n")
+        vendor, model = profile.disk_models.get(name, ("", ""))
+        if vendor:  # SCSI pads both to 8 and 16 characters
+            write_file(root, f"/sys/block/{name}/device/vendor", f"{vendor:<8}\n")
+        if model:
+            write_file(root, f"/sys/block/{name}/device/model", f"{model:<16}\n")
     for name, arphrd, speed, physical in profile.nics:
         write_file(root, f"/sys/class/net/{name}/type", f"{arphrd}\n")
         write_file(root, f"/sys/class/net/{name}/speed", f"{speed if speed else -1}\n")
@@ -414,6 +427,8 @@ def build(profile: Profile, destination: Path) -> None:
     empty_dirs += [p for p in FREE_SPACE_PATHS if p != "/"]
     for kernel in profile.headers:
         links[f"/lib/modules/{kernel}/build"] = f"/usr/src/linux-headers-{kernel}"
+    if profile.systemd if profile.systemd is not None else bool(profile.services):
+        empty_dirs.append("/run/systemd/system")
     for version in profile.python:
         write_file(root, f"/usr/bin/python{version}", "")
     if profile.python:
@@ -428,6 +443,8 @@ def build(profile: Profile, destination: Path) -> None:
     _json(destination / "commands.json", commands(profile))
     if profile.nvml is not None:
         _json(destination / "nvml.json", to_jsonable(profile.nvml))
+    if profile.environ:
+        _json(destination / "environ.json", dict(sorted(profile.environ.items())))
     meta = {"description": profile.description, "notes": profile.notes}
     _json(destination / "profile.json", meta)
 
@@ -459,15 +476,17 @@ H200_ADDR = ["0000:41:00.0", "0000:c1:00.0"]
 ASPEED = Pci("0000:03:00.0", "1a03", "2000", "030000", ("15d9", "1c48"), "ast", 0)
 
 # NVML's memory health on a data-centre GPU with nothing wrong: ECC on, no errors, no repairs.
+# Clocks: idle (0x1) and nothing else, as nvidia-smi -q shows an idle healthy GPU.
 HEALTHY_HBM = {
     "ecc_enabled": True, "ecc_uncorrected_volatile": 0, "ecc_uncorrected_aggregate": 0,
     "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
-    "remap_pending": False, "remap_failed": False,
+    "remap_pending": False, "remap_failed": False, "clocks_event_mask": 0x1,
 }  # fmt: skip
 # Volta retires pages instead of remapping rows.
 HEALTHY_HBM2_VOLTA = {
     "ecc_enabled": True, "ecc_uncorrected_volatile": 0, "ecc_uncorrected_aggregate": 0,
-    "retired_pages_pending": False,
+    "retired_pages_pending": False, "retired_pages_sbe": 0, "retired_pages_dbe": 0,
+    "clocks_event_mask": 0x1,
 }  # fmt: skip
 A100_80_ADDR = [f"0000:{b}:00.0" for b in ("07", "0f", "47", "4e", "87", "90", "b7", "bd")]
 NVCC_12_4 = """nvcc: NVIDIA (R) Cuda compiler driver
@@ -834,6 +853,7 @@ SPECS: tuple[Profile, ...] = (
         cpu=("Intel(R) Xeon(R) Gold 6448Y", 128),
         memory_kib=527_941_632,
         disks=(("nvme0n1", 1_920_383_410_176, False), ("sda", 8_001_563_222_016, True)),
+        disk_models={"sda": ("SEAGATE", "ST8000NM017B")},
         nics=(("eno1", "1", 25000, True),),
         packages=(
             ("kernel-devel", "5.14.0-570.17.1.el9_6"),
@@ -860,6 +880,10 @@ SPECS: tuple[Profile, ...] = (
         cpu=("AMD Ryzen 9 9950X 16-Core Processor", 32),
         memory_kib=65_536_000,
         disks=(("nvme0n1", 2_000_398_934_016, False), ("sda", 4_000_787_030_016, True)),
+        disk_models={
+            "nvme0n1": ("", "Samsung SSD 990 PRO 2TB"),
+            "sda": ("ATA", "ST4000DM004-2U91"),
+        },
         nics=(("enp5s0", "1", 1000, True),),
         secure_boot=(0, "SecureBoot enabled\n"),
         cloud_init=(127, ""),
@@ -918,11 +942,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="build just this profile")
     args = parser.parse_args(argv)
-    for profile in SPECS:
+    import preinstalled_profiles as pre  # beside this script; it imports from this one
+
+    for profile in (*SPECS, *pre.PROFILES):
         if args.only and profile.name != args.only:
             continue
         build(profile, PROFILES / profile.name)
         print(f"wrote {PROFILES / profile.name}")
+    for overlay in pre.CAPTURED:
+        if args.only and overlay.name != args.only:
+            continue
+        pre.build_from_capture(overlay, PROFILES / overlay.name)
+        print(f"wrote {PROFILES / overlay.name} from the capture {overlay.capture}")
     return 0
 
 

@@ -46,6 +46,14 @@ GATES = (
     Gate("gpuwizard.machine.host", "_is_dir", "lines", "a folder this user may not enter"),
     Gate("gpuwizard.machine.host", "Host.read_bytes", "lines", "files on the real machine"),
     Gate("gpuwizard.machine.host", "Host.listdir", "lines", "folders on the real machine"),
+    Gate("gpuwizard.machine.host", "session_environ", "lines", "the real session's PATH"),
+    Gate("gpuwizard.machine.host", "Host.foreign", "lines", "whose files the doctor may run"),
+    Gate(
+        "gpuwizard.doctor.readings",
+        "read_arch_lists",
+        "lines",
+        "an environment's own Python asked for its arch list",
+    ),
     # The real machine as front ends drive it.
     Gate("gpuwizard.frontends.cli", "real_backend", "lines", "the real backend"),
     Gate(
@@ -72,6 +80,18 @@ GATES = (
         "real and simulated read-only machines",
     ),
     Gate("gpuwizard.frontends.cli", "tui_backend", "branches", "real GPU, no GPU, --simulate"),
+    Gate(
+        "gpuwizard.frontends.benchcmd",
+        "python_argv",
+        "branches",
+        "bench's Python on the real machine and the simulation",
+    ),
+    Gate(
+        "gpuwizard.frontends.benchcmd",
+        "existing_python",
+        "branches",
+        "an existing environment's Python, real and simulated, or none",
+    ),
     Gate(
         "gpuwizard.frontends.cli",
         "cmd_apply",

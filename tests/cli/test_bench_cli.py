@@ -32,7 +32,7 @@ def test_bench_runs_in_the_environment_the_wizard_built(installed: Path) -> None
         ("fp32", 1), ("tf32", 1), ("amp-fp16", 1), ("amp-bf16", 1), ("amp-bf16", 8),
     ]  # fmt: skip
     assert results["verdict"]["level"] == "good"
-    assert "with /opt/gpuwizard/envs/pytorch/bin/python;" in done.stderr  # the wizard's environment
+    assert "with /opt/gpuwizard/envs/pytorch/bin/python (gpuwizard's environment);" in done.stderr
     saved = Path(done.stderr.split("results in ", 1)[1].split()[0])
     assert {p.name for p in saved.iterdir()} == {
         "stream.jsonl",
@@ -51,8 +51,15 @@ def test_bench_on_one_gpu_with_chosen_modes(installed: Path) -> None:
     assert "DDP" not in done.stdout and "dataset disk" not in done.stdout
 
 
-def test_bench_before_pytorch_is_installed_says_why(tmp_path: Path) -> None:
-    done = gpuwizard(tmp_path, "--simulate", "h100x8-ubuntu2204-fresh", "bench")
+def test_bench_in_an_environment_without_torch_says_why(tmp_path: Path) -> None:
+    """An environment the wizard made whose torch is gone: the worker says what is missing."""
+    profile = ("--simulate", "h100x8-ubuntu2204-fresh")
+    env = tmp_path / "gpuwizard/sim/h100x8-ubuntu2204-fresh/sandbox/root/opt/gpuwizard/envs/pytorch"
+    gpuwizard(tmp_path, *profile, "doctor")  # the simulated machine (its sandbox) exists now
+    (env / "bin").mkdir(parents=True)
+    (env / "bin/python").write_text("")
+    (env / "pyvenv.cfg").write_text("version = 3.10.12\n")
+    done = gpuwizard(tmp_path, *profile, "bench")
     assert done.returncode == 1
     assert (
         "the worker exited 2 before finishing: ModuleNotFoundError: No module named 'torch'"

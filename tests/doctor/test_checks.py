@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwizard.core.facts import HostFacts, NvmlUnavailable, PcieLink
+from gpuwizard.core.facts import HostFacts, NvmlUnavailable, Package, PcieLink
 from gpuwizard.doctor.checks import run_checks
 from gpuwizard.doctor.cuda import check_cuda_versions, check_torch_gpus
 from gpuwizard.doctor.driver import (
@@ -26,6 +26,7 @@ from gpuwizard.doctor.driver import (
     check_persistence,
 )
 from gpuwizard.doctor.findings import Finding
+from gpuwizard.doctor.gpu_health import check_clocks, check_fabric_manager
 from gpuwizard.doctor.hardware import check_ecc, check_pcie, check_xids
 from gpuwizard.doctor.observed import (
     BatchFit,
@@ -122,6 +123,29 @@ def link(current: str, width: int) -> Facts:
     )
 
 
+def nvswitches(
+    package: str | None = None, enabled: bool = False, state: str | None = None
+) -> Facts:
+    """H200's driver install on an NVSwitch board (the HGX H100's switches), with Fabric Manager
+    at ``package``'s version (None: not installed), its service, and the GPUs' fabric state."""
+
+    def change(f: HostFacts) -> HostFacts:
+        switches = facts_of(H100).hardware.nvswitches
+        f = dataclasses.replace(f, hardware=dataclasses.replace(f.hardware, nvswitches=switches))
+        packages = f.installs.packages + (
+            (Package("nvidia-fabricmanager-570", package),) if package else ()
+        )
+        services = (
+            (*f.installs.services_enabled, "nvidia-fabricmanager")
+            if enabled
+            else f.installs.services_enabled
+        )
+        f = with_installs(f, packages=packages, services_enabled=services)
+        return with_gpus(f, fabric_state=state)
+
+    return change
+
+
 CASES = [
     # driver: NVML answers for every GPU / libraries upgraded under the loaded module / a GPU gone
     pytest.param(H200, same, same, check_driver, "ok", ["answers for all 2"], id="driver: healthy"),
@@ -178,7 +202,7 @@ CASES = [
     pytest.param(V100, same, torch("2.14.1+cu130", "13.0"), check_torch_gpus, "problem",
                  ["V100", "sm_70", "no kernel image is available", "cu126"], id="torch-gpus: cu130 has no Volta kernels"),
     # pcie
-    pytest.param(H200, same, same, check_pcie, "ok", ["full width and speed"], id="pcie: healthy"),
+    pytest.param(H200, same, same, check_pcie, "ok", ["PCIe links at Gen5 x16 of Gen5 x16 (2 GPU(s))"], id="pcie: healthy"),
     pytest.param(SICK, same, same, check_pcie, "problem", ["0000:47:00.0: x8 of x16", "reseat"], id="pcie: x8 of x16"),
     pytest.param(H200, link("2.5 GT/s PCIe", 16), same, check_pcie, "warn", ["idle", "under load"], id="pcie: slower at idle warns only"),
     # xid
@@ -189,10 +213,30 @@ CASES = [
     pytest.param(H200, same, lambda seen: dataclasses.replace(seen, kernel_log=None, unread=("kernel log: dmesg: read kernel buffer failed: Operation not permitted",)),
                  check_xids, "unknown", ["Operation not permitted", "sudo gpuwizard doctor"], id="xid: kernel log unreadable"),
     # ecc
-    pytest.param(H200, same, same, check_ecc, "ok", ["No uncorrectable ECC errors"], id="ecc: healthy"),
+    pytest.param(H200, same, same, check_ecc, "ok", ["ECC on (2 of 2 GPU(s)): 0 uncorrectable volatile, 0 aggregate; 0 rows remapped, none pending",
+                                                     "No uncorrectable ECC errors"], id="ecc: healthy"),
+    pytest.param(V100, same, same, check_ecc, "ok", ["ECC on (4 of 4 GPU(s))", "no page retirement pending", "pages retired 0 single-bit / 0 double-bit"],
+                 id="ecc: healthy Volta retires pages"),
     pytest.param(SICK, same, same, check_ecc, "problem", ["row remap waits for a reset", "nvidia-smi -r -i 4"], id="ecc: pending row remap"),
     pytest.param(H200, lambda f: with_gpus(f, index=1, ecc_uncorrected_aggregate=3), same, check_ecc, "warn", ["3 uncorrectable", "lifetime"], id="ecc: old uncorrectable errors warn"),
     pytest.param(H200, lambda f: with_gpus(f, index=0, remap_failed=True), same, check_ecc, "problem", ["RMA"], id="ecc: remapping failed"),
+    # clocks: NVML's clocks event reasons
+    pytest.param(H200, same, same, check_clocks, "ok", ["no power cap, thermal or hardware slowdown", "2 idle", "reasons 0x1"], id="clocks: idle, nothing held down"),
+    pytest.param(H200, lambda f: with_gpus(f, index=1, clocks_event_mask=0x1 | 0x40), same, check_clocks, "problem",
+                 ["GPU 1 clocks held down: thermal slowdown (hardware)", "heatsink", "reasons 0x41"], id="clocks: hardware thermal slowdown"),
+    pytest.param(H200, lambda f: with_gpus(f, index=0, clocks_event_mask=0x4), same, check_clocks, "warn",
+                 ["power cap", "Normal under full load", "nvidia-smi -q -d POWER"], id="clocks: power cap warns"),
+    # fabric-manager: NVSwitch systems
+    pytest.param(H200, nvswitches(), same, check_fabric_manager, "problem",
+                 ["Fabric Manager not installed", "nvidia-fabricmanager-570", "system not yet initialized"], id="fabric-manager: not installed"),
+    pytest.param(H200, nvswitches("570.133.20-1", enabled=True, state="completed"), same, check_fabric_manager, "ok",
+                 ["Fabric Manager 570.133.20 enabled; 2 GPU(s) in the fabric"], id="fabric-manager: healthy"),
+    pytest.param(H200, nvswitches("570.124.06-1", enabled=True, state="completed"), same, check_fabric_manager, "problem",
+                 ["Fabric Manager 570.124.06 does not match driver 570.133.20", "exactly"], id="fabric-manager: another version"),
+    pytest.param(H200, nvswitches("570.133.20-1", enabled=False, state="completed"), same, check_fabric_manager, "problem",
+                 ["not enabled", "systemctl enable --now nvidia-fabricmanager"], id="fabric-manager: not enabled"),
+    pytest.param(H200, nvswitches("570.133.20-1", enabled=True, state="in-progress"), same, check_fabric_manager, "problem",
+                 ["2 GPU(s) not in the NVLink fabric", "GPU 0: fabric in-progress", "fabricmanager.log"], id="fabric-manager: GPUs not joined"),
     # out-of-memory: the guide's remedies with this machine's numbers
     pytest.param(H200, same, lambda seen: dataclasses.replace(seen, bench=BENCH), check_out_of_memory, "ok",
                  ["Nothing here ran out", "batch 384 per GPU fits"], id="out-of-memory: none, benchmark fits shown"),
@@ -205,7 +249,8 @@ CASES = [
     pytest.param(H100, same, same, check_multi_node, "ok", ["InfiniBand up", "NCCL_IB_HCA=mlx5_0,mlx5_1", "NCCL_SOCKET_IFNAME=eno1", "NCCL_DEBUG=INFO"], id="multi-node: InfiniBand up"),
     pytest.param(SICK, same, same, check_multi_node, "problem", ["no active port", "NCCL_SOCKET_IFNAME=eno1,eno2", "NCCL_IB_DISABLE=1"], id="multi-node: InfiniBand ports down"),
     pytest.param(H200, same, logs("nccl-timeout"), check_multi_node, "problem", ["ALLREDUCE", "600000 ms", "NCCL_SOCKET_IFNAME=eno1np0"], id="multi-node: NCCL timeout"),
-    pytest.param(H200, same, lambda seen: dataclasses.replace(seen, infiniband=IB_UP), check_multi_node, "warn", ["nvidia_peermem"], id="multi-node: GPUDirect RDMA off"),
+    pytest.param(H200, same, lambda seen: dataclasses.replace(seen, infiniband=IB_UP), check_multi_node, "warn",
+                 ["GPUDirect RDMA off", "sudo modprobe nvidia_peermem", "/etc/modules-load.d/nvidia-peermem.conf"], id="multi-node: GPUDirect RDMA off"),
     pytest.param(V100, lambda f: dataclasses.replace(f, hardware=dataclasses.replace(f.hardware, nics=(dataclasses.replace(f.hardware.nics[0], speed_mbps=1000),))),
                  same, check_multi_node, "warn", ["1 Gb/s", "10 Gb/s"], id="multi-node: 1 GbE between nodes"),
 ]  # fmt: skip
@@ -236,6 +281,37 @@ def test_every_check_has_a_healthy_and_a_failing_case() -> None:
     for check in CHECKS:
         assert "ok" in answers[check.__name__], f"{check.__name__}: no healthy case"
         assert answers[check.__name__] & {"warn", "problem"}, f"{check.__name__}: no failing case"
+
+
+def test_gpudirect_rdma_off_is_fixed_by_loading_nvidia_peermem(table: CompatTable) -> None:
+    """Issue 31: GPUDirect RDMA off is fixed by loading nvidia_peermem, not by NCCL_DEBUG."""
+    seen = dataclasses.replace(observed_of(H200), infiniband=IB_UP)
+    finding = check_multi_node(facts_of(H200), seen, table)
+    assert finding is not None and finding.fix.startswith("sudo modprobe nvidia_peermem")
+    assert "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS" not in finding.fix
+
+
+def test_in_a_container_the_gpus_health_is_checked_and_fixed_on_the_host(
+    table: CompatTable,
+) -> None:
+    """A container sees the host's GPU through NVML: its ECC, link, clocks and persistence are
+    true readings; what the driver owns (modules, nouveau, Secure Boot) is not checked, and a
+    fix is done on the container's host."""
+    facts = facts_of(H200)
+    boxed = dataclasses.replace(
+        facts, platform=dataclasses.replace(facts.platform, container="docker")
+    )
+    found = {f.check: f for f in run_checks(boxed, observed_of(H200), table)}
+    assert {"ecc", "pcie", "persistence", "clocks", "xid"} <= set(found)
+    assert not {"nouveau", "secure-boot", "next-boot", "dev-nodes", "gpu-support"} & set(found)
+    assert found["persistence"].fix.startswith("On the container's host")
+
+
+def test_without_systemd_persistence_is_set_with_nvidia_smi(table: CompatTable) -> None:
+    facts = facts_of(H200)
+    bare = dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, systemd=False))
+    finding = check_persistence(bare, observed_of(H200), table)
+    assert finding is not None and finding.fix.startswith("sudo nvidia-smi -pm 1")
 
 
 def test_checks_that_do_not_apply_say_nothing(table: CompatTable) -> None:

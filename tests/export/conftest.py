@@ -31,6 +31,10 @@ PROFILES = (
     "h200-ubuntu2404-driver570",
     "a100x8-ubuntu2204-neglected",
     "wsl2-ubuntu2204-rtx4090",
+    "h200-vm-ubuntu2404-preinstalled",
+    "a10g-ubuntu2204-dlami-conda",
+    "h100pcie-ubuntu2204-lambda-stack",
+    "rtx4090-ubuntu2204-driver570-torch-cu130",
 )
 """Every recorded host with an NVIDIA GPU (tests/export/test_formats.py checks that): their
 exports are kept as golden files and linted, fresh, driver-present, neglected and WSL alike."""

@@ -46,7 +46,8 @@ def test_facts_round_trip_through_json(name):
 def test_capturing_a_recorded_host_records_what_detection_reads(name, tmp_path):
     captured = capture_host(recorded_host(profile_dir(name)), tmp_path / "capture", "test")
     replayed = detect_host(recorded_host(tmp_path / "capture"))
-    assert replayed.machine_id != captured.machine_id  # machine-id is masked on capture
+    if captured.machine_id is not None:  # the real H200 microVM had none
+        assert replayed.machine_id != captured.machine_id  # machine-id is masked on capture
     assert replayed == dataclasses.replace(captured, machine_id=replayed.machine_id)
 
 
@@ -177,3 +178,32 @@ def test_rhel_family_reads_rpm_and_skips_dpkg():
     facts = facts_of("l40sx4-rocky9-fresh")
     assert facts.installs.has_package("kernel-devel")
     assert not facts.boot.dpkg_interrupted
+
+
+def test_capture_records_the_session_and_the_files_of_existing_pytorch(tmp_path, monkeypatch):
+    """Issue 26: capture-host records what the search for existing PyTorch reads (the places and
+    their metadata files) and the PATH it saw, so the next real machine is a complete fixture;
+    the hostname is masked there too."""
+    source = tmp_path / "source"
+    shutil.copytree(profile_dir("h200-vm-ubuntu2404-preinstalled"), source)
+    environ = json.loads((source / "environ.json").read_text())
+    environ["HOME"] = "/home/secret-host-7"
+    (source / "environ.json").write_text(json.dumps(environ))
+    monkeypatch.setattr("socket.gethostname", lambda: "secret-host-7")
+    capture_host(recorded_host(source), tmp_path / "out", "preinstalled")
+    out = tmp_path / "out"
+    assert json.loads((out / "environ.json").read_text()) == {
+        "HOME": "/home/gpu-host",
+        "PATH": "/opt/torch/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    }
+    site = "root/opt/torch/.venv/lib/python3.12/site-packages"
+    for recorded in (
+        "root/opt/torch/.venv/pyvenv.cfg",
+        f"{site}/torch/version.py",
+        f"{site}/torchvision/version.py",
+    ):
+        assert (out / recorded).is_file(), recorded
+    assert (
+        json.loads((out / "links.json").read_text())["/opt/torch/.venv/bin/python3"]
+        == "/usr/bin/python3"
+    )

@@ -56,18 +56,60 @@ def test_gpu_memory_comes_from_nvml_once_a_driver_exists(table):
 
 
 @pytest.mark.parametrize(
-    ("disks", "severity"),
+    ("disks", "severity", "title"),
     [
-        ((Disk("sda", 10**12, True, False),), "warning"),
-        ((Disk("sda", 10**12, False, False),), "info"),
-        ((Disk("nvme0n1", 10**12, False, True), Disk("sdb", 10**13, True, False)), "ok"),
+        pytest.param(
+            (Disk("sda", 10**12, True, False, "ATA ST4000DM004-2U91"),),
+            "warning",
+            "only spinning disks",
+            id="a SATA HDD",
+        ),
+        pytest.param(
+            (Disk("sda", 10**12, True, False),),
+            "info",
+            "disk kind unknown (sda)",
+            id="rotational, no model: no evidence",
+        ),
+        pytest.param((Disk("sda", 10**12, False, False),), "info", "no NVMe disk", id="an SSD"),
+        pytest.param(
+            (Disk("nvme0n1", 10**12, False, True), Disk("sdb", 10**13, True, False, "ATA X")),
+            "ok",
+            "NVMe: nvme0n1",
+            id="NVMe beside an HDD",
+        ),
+        pytest.param(
+            (
+                Disk("vda", 10**12, True, False, virtual=True),
+                Disk("vdb", 10**9, True, False, virtual=True),
+            ),
+            "info",
+            "virtual disks (vda, vdb): speed unknown",
+            id="virtio disks say rotational: no warning",
+        ),
+        pytest.param(
+            (Disk("nvme0n1", 10**12, False, True, "Amazon Elastic Block Store", virtual=True),),
+            "info",
+            "virtual disks (nvme0n1): speed unknown",
+            id="EBS over NVMe is a network disk",
+        ),
     ],
 )
-def test_disk_kind(table, disks, severity):
-    assert (
-        findings(with_hardware("t4-debian12-fresh", disks=disks), table)["disks"].severity
-        == severity
-    )
+def test_disk_kind(table, disks, severity, title):
+    found = findings(with_hardware("t4-debian12-fresh", disks=disks), table)["disks"]
+    assert (found.severity, found.title) == (severity, title)
+
+
+def test_the_h200_microvm_has_no_slow_storage_warning(table):
+    """Issue 26: virtio disks read 1,667 MB/s there, yet were called spinning disks."""
+    found = findings(facts_of("h200-vm-ubuntu2404-preinstalled"), table)
+    assert found["disks"].severity == "info" and "HDD" not in found["disks"].title
+    assert "spinning" not in " ".join(f.title + f.reason for f in found.values())
+
+
+def test_infiniband_is_counted_as_the_machine_view_counts_it(table):
+    """Issue 31: Machine said "8 InfiniBand" while Sizing said "InfiniBand x2"."""
+    found = findings(facts_of("h100x8-ubuntu2204-fresh"), table)
+    assert found["network"].title.startswith("8 InfiniBand adapters")
 
 
 @pytest.mark.parametrize(("free_gib", "severity"), [(200, "ok"), (15, "warning"), (5, "error")])
@@ -116,6 +158,24 @@ def test_a_downtrained_pcie_link_is_reported(table):
         table,
     )
     assert found["pcie"].severity == "warning" and "2.5 GT/s" in found["pcie"].reason
+
+
+def test_a_container_in_a_microvm_without_systemd_is_said_and_what_follows(table):
+    platform = findings(facts_of("h200-vm-ubuntu2404-preinstalled"), table)["platform"]
+    assert platform.severity == "warning"
+    assert (
+        platform.title
+        == "docker container · on a VM (its hypervisor does not say which) · no systemd"
+    )
+    assert "the driver belongs to the host" in platform.reason
+    assert "detached process (setsid), not a systemd unit" in platform.reason
+
+
+def test_no_systemd_alone_is_said(table):
+    facts = facts_of("t4-debian12-fresh")
+    facts = dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, systemd=False))
+    platform = findings(facts, table)["platform"]
+    assert platform.severity == "info" and "setsid" in platform.reason
 
 
 def test_wsl_is_explained(table):

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gpuwizard.core.facts import Package
+from gpuwizard.core.facts import NvmlUnavailable, Package
 from gpuwizard.core.ops import AptInstall, AptUpdate, Command, Download
 from gpuwizard.core.plan import APT_ENV, Action, WriteFile
 from gpuwizard.core.request import SetupRequest
@@ -196,6 +196,60 @@ def test_a_kept_driver_skips_the_whole_driver_side(table):
 
 def test_wsl_only_sets_up_python(table):
     _, steps = steps_for(table, "wsl2-ubuntu2204-rtx4090")
+    assert [s.id for s in steps] == ["repair-dpkg", "create-env", "install-torch", "verify-torch"]
+
+
+def in_a_container(name: str):  # type: ignore[no-untyped-def]
+    facts = facts_of(name)
+    return dataclasses.replace(
+        facts, platform=dataclasses.replace(facts.platform, container="docker")
+    )
+
+
+def test_a_container_plans_no_driver_steps_whatever_the_selection_says(table):
+    """Issue 26: the driver belongs to the container's host. Even a selection made elsewhere
+    (an answers file, a fresh server's recommendation) that installs one plans no kernel, driver,
+    module or reboot step inside a container."""
+    installing = selection_for(
+        facts_of("a100x4-ubuntu2004-fresh"),
+        recommendation(table, "a100x4-ubuntu2004-fresh"),
+        DEFAULTS,
+        table,
+    )
+    assert installing.driver.installs
+    ids = [s.id for s in build_steps(installing, in_a_container("a100x4-ubuntu2004-fresh"))]
+    driver_side = {"upgrade-kernel", "reboot-kernel", "install-headers", "blacklist-nouveau", "install-nvidia-driver",
+                   "load-nvidia-driver", "reboot", "enable-persistence", "hold-nvidia-packages", "remove-runfile-driver"}  # fmt: skip
+    assert not driver_side & set(ids), ids
+    assert ids[-3:] == ["create-env", "install-torch", "verify-torch"]
+
+
+def test_a_container_whose_driver_libraries_changed_plans_no_reboot(table):
+    """A library/module mismatch on a kept driver asks for a reboot on a machine of its own; a
+    container cannot reboot its host's driver."""
+    facts = facts_of("h200-ubuntu2404-driver570")
+    mismatched = dataclasses.replace(facts, boot=dataclasses.replace(facts.boot, nvml=NvmlUnavailable(
+        "driver/library version mismatch: the driver was updated without a reboot")))  # fmt: skip
+    keep = selection_for(facts, recommendation(table, "h200-ubuntu2404-driver570"), DEFAULTS, table)
+    assert "reboot-driver-update" in [s.id for s in build_steps(keep, mismatched)]
+    boxed = dataclasses.replace(
+        mismatched, platform=dataclasses.replace(facts.platform, container="docker")
+    )
+    assert "reboot-driver-update" not in [s.id for s in build_steps(keep, boxed)]
+
+
+def test_the_planner_refuses_a_driver_install_in_a_container(table):
+    with pytest.raises(OptionsError, match="docker container the driver belongs to the host"):
+        selection_for(
+            in_a_container("a100x4-ubuntu2004-fresh"),
+            recommendation(table, "a100x4-ubuntu2004-fresh"),
+            DEFAULTS,
+            table,
+        )
+
+
+def test_the_h200_microvm_keeps_its_hosts_driver_and_sets_up_python_only(table):
+    _, steps = steps_for(table, "h200-vm-ubuntu2404-preinstalled")
     assert [s.id for s in steps] == ["repair-dpkg", "create-env", "install-torch", "verify-torch"]
 
 

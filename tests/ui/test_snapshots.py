@@ -201,8 +201,13 @@ def releases(*versions: str) -> Offers:
     return lambda request, result: {"torch": versions, "variant": (), "driver_branch": (), "driver_flavour": (), "python": (), "keep_driver": ()}  # fmt: skip
 
 
+H200_VM = facts_of("h200-vm-ubuntu2404-preinstalled")
+"""The real H200 microVM (issue 26): virtio disks, a NIC without a speed, a container image without
+systemd, a torch already installed, a healthy GPU."""
+
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
+    "detect-h200-vm": lambda: DetectView(H200_VM, assess(H200_VM, TABLE), can_continue=True),
     "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), releases("2.14.1", "2.13.0")),
     "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
@@ -224,6 +229,7 @@ SCREENS = {
     "quit-running": lambda: QuitScreen(running=True),
     "doctor": lambda: DoctorScreen(doctor_report("a100x8-ubuntu2204-neglected")),
     "doctor-healthy": lambda: DoctorScreen(doctor_report("v100x4-ubuntu2204-driver535")),
+    "doctor-h200-vm": lambda: DoctorScreen(doctor_report("h200-vm-ubuntu2404-preinstalled")),
 }  # fmt: skip
 
 

@@ -7,7 +7,13 @@ import pytest
 
 from gpuwizard.core.facts import NvmlUnavailable
 from gpuwizard.machine.detect.recording import RecordedCommands, UnrecordedCommand
-from gpuwizard.machine.host import Host, HostPathError, SubprocessRunner
+from gpuwizard.machine.host import (
+    SESSION_VALUE_MAX,
+    Host,
+    HostPathError,
+    SubprocessRunner,
+    session_environ,
+)
 
 
 def make_host(root: Path, **kwargs) -> Host:
@@ -124,3 +130,52 @@ def test_a_recorded_host_is_probed_one_command_at_a_time(tmp_path: Path) -> None
 def test_a_started_probe_times_out_like_a_run_one(tmp_path: Path) -> None:
     out = SubprocessRunner().start(["sleep", "5"])(0.2)
     assert out.returncode == 124 and "timed out after 0.2 s" in out.stderr
+
+
+def test_a_listing_with_a_limit_reads_no_more_entries(tmp_path: Path) -> None:
+    for i in range(500):
+        (tmp_path / f"pkg{i:03d}.dist-info").mkdir()
+    host = make_host(tmp_path)
+    assert len(host.listdir("/")) == 500
+    capped = host.listdir("/", limit=64)
+    assert len(capped) == 64 and list(capped) == sorted(capped)
+
+
+def test_probes_run_from_the_root_folder_whatever_the_caller_stands_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = SubprocessRunner()([sys.executable, "-c", "import os; print(os.getcwd())"])
+    assert out.stdout.strip() == "/"
+
+
+def test_the_session_keeps_only_its_keys_each_cut_short() -> None:
+    environ = {
+        "PATH": "/a:" * 5000,
+        "VIRTUAL_ENV": "/v",
+        "AWS_SECRET_ACCESS_KEY": "s3cr3t",
+        "HOME": "/root",
+    }
+    session = session_environ(environ)
+    assert set(session) == {"PATH", "VIRTUAL_ENV", "HOME"}
+    assert len(session["PATH"]) == SESSION_VALUE_MAX
+
+
+def test_a_real_link_under_a_recorded_root_is_not_the_machines(tmp_path: Path) -> None:
+    """The strict editable install lays a recorded host out as links to the source tree; only
+    links.json says what the machine's links were."""
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "elsewhere").write_text("")
+    (tmp_path / "usr/bin/python3.12").symlink_to(tmp_path / "elsewhere")
+    host = make_host(tmp_path, links={"/usr/bin/python3": "python3.12"})
+    assert host.readlink("/usr/bin/python3") == "python3.12"
+    assert host.readlink("/usr/bin/python3.12") is None
+
+
+def test_a_file_someone_else_may_change_is_foreign(tmp_path: Path) -> None:
+    (tmp_path / "mine").write_text("")
+    (tmp_path / "shared").write_text("")
+    (tmp_path / "shared").chmod(0o666)
+    host = make_host(tmp_path)
+    assert not host.foreign("/mine")
+    assert host.foreign("/shared") and host.foreign("/missing")

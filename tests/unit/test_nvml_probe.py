@@ -161,3 +161,44 @@ def test_a_pynvml_without_the_memory_calls_leaves_them_none(
         None,
         None,
     )
+
+
+def test_clocks_retired_pages_and_the_fabric_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The raw clocks event mask (0x1 idle is kept: it tells "not held down" from "not read"),
+    page retirement counts where the GPU retires pages, and the NVLink fabric's state."""
+    module = fake_pynvml()
+
+    class FabricInfo:
+        state = 0
+        status = 0
+
+    def fabric(handle: int, info: FabricInfo) -> int:
+        info.state, info.status = (3, 0) if handle == 0 else (2, 0)
+        return 0
+
+    module.nvmlDeviceGetRetiredPagesPendingStatus = lambda handle: 0  # type: ignore[attr-defined]
+    module.nvmlDeviceGetRetiredPages = lambda handle, cause: [0x1000] * (2 if cause == 0 else 1)  # type: ignore[attr-defined]
+    module.c_nvmlGpuFabricInfo_t = FabricInfo  # type: ignore[attr-defined]
+    module.nvmlDeviceGetGpuFabricInfo = fabric  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+
+    nvml = probe_nvml(findable=lambda: True)
+
+    assert isinstance(nvml, NvmlOk)
+    first, second = nvml.gpus
+    assert (first.clocks_event_mask, second.clocks_event_mask) == (0, 0x45)
+    assert (first.retired_pages_sbe, first.retired_pages_dbe) == (2, 1)
+    assert (first.fabric_state, second.fabric_state, first.fabric_error) == (
+        "completed",
+        "in-progress",
+        None,
+    )
+
+
+def test_a_gpu_without_a_fabric_or_an_old_pynvml_leaves_it_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    nvml = probe_nvml(findable=lambda: True)
+    assert isinstance(nvml, NvmlOk)
+    assert (nvml.gpus[0].fabric_state, nvml.gpus[0].retired_pages_sbe) == (None, None)

@@ -15,12 +15,14 @@ from typing import ClassVar, Literal
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.gpus import GpuModel
+from gpuwizard.core.torch_envs import TorchEnv
 
 SCHEMA = 1
 
 SecureBootState = Literal["enabled", "disabled", "unsupported", "unknown"]
 CloudInitState = Literal["running", "done", "degraded", "error", "disabled", "absent", "unknown"]
 NicKind = Literal["ethernet", "infiniband", "other"]
+FabricState = Literal["not-started", "in-progress", "completed"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class NvmlGpu:
     persistence_mode: bool | None = None
     clock_limits: tuple[str, ...] = ()
     """Why the clocks are held down right now ("power cap", "thermal"...); idle is not listed."""
+    clocks_event_mask: int | None = None
+    """NVML's clocks event reasons as read (0x1 idle, 0x4 power cap, 0x8 hardware slowdown, 0x20
+    and 0x40 thermal, 0x80 power brake); None when they could not be read."""
     power_w: float | None = None
     power_limit_w: float | None = None
     temperature_c: int | None = None
@@ -115,6 +120,15 @@ class NvmlGpu:
     """A row remap waits for a GPU reset or reboot."""
     remap_failed: bool | None = None
     """A remap failed: the memory cannot repair itself any more."""
+    retired_pages_sbe: int | None = None
+    """Pre-Ampere: pages retired after multiple single-bit ECC errors."""
+    retired_pages_dbe: int | None = None
+    """Pre-Ampere: pages retired after a double-bit ECC error."""
+    fabric_state: FabricState | None = None
+    """NVSwitch systems: how far the fabric manager got in joining this GPU to the NVLink fabric
+    (nvmlDeviceGetGpuFabricInfo); None where the GPU or driver has no fabric."""
+    fabric_error: str | None = None
+    """The fabric registration's failure, as NVML names it; None when it succeeded or is unknown."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +179,18 @@ class Platform:
     container: str | None = None
     """The container runtime ("docker", "lxc"), or None."""
     wsl: bool = False
+    systemd: bool | None = None
+    """systemd runs this machine (/run/systemd/system exists, as sd_booted(3) asks); None: not
+    read (facts from before gpuwizard asked). Without it the runner starts as a detached
+    process, not a transient systemd unit."""
+
+    @property
+    def virtual_machine(self) -> bool:
+        """A hypervisor is underneath ("unknown" when one is but it does not say which)."""
+        return self.virtualization is not None
+
+
+DiskKind = Literal["nvme", "ssd", "hdd", "virtual", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -174,7 +200,27 @@ class Disk:
     name: str
     size_bytes: int
     rotational: bool
+    """As the kernel says (queue/rotational): virtio, Xen and many cloud disks say 1 whatever
+    is behind them, so this alone is no evidence of a spinning disk."""
     nvme: bool
+    model: str | None = None
+    """Vendor and model as the device reports them ("ATA ST4000DM004-2U91", "QEMU HARDDISK",
+    "Amazon Elastic Block Store"); None when the device says nothing."""
+    virtual: bool = False
+    """A hypervisor's or cloud's block device (virtio, Xen, Hyper-V, VMware, QEMU, EBS,
+    Persistent Disk): what is behind it, and its speed, are the host's."""
+
+    @property
+    def kind(self) -> DiskKind:
+        """What the evidence says: a virtual disk is never called an HDD; a rotational flag
+        without a real device's model behind it is unknown."""
+        if self.virtual:
+            return "virtual"
+        if self.nvme:
+            return "nvme"
+        if not self.rotational:
+            return "ssd"
+        return "hdd" if self.model else "unknown"
 
 
 @dataclass(frozen=True)
@@ -418,6 +464,9 @@ class PythonEnv:
     """Version of /usr/bin/python3, if present."""
     conda: str | None = None
     """Path of a conda installation (Miniforge, Miniconda, Anaconda), if one exists."""
+    torch_envs: tuple[TorchEnv, ...] = ()
+    """PyTorch installs the person already has (not gpuwizard's own environments), in the order
+    found: the session's python3 and active environment first, then the usual places."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ from gpuwizard.doctor.driver import (
     check_nouveau,
     check_persistence,
 )
+from gpuwizard.doctor.environments import check_torch_envs
 from gpuwizard.doctor.findings import Finding
+from gpuwizard.doctor.gpu_health import check_clocks, check_fabric_manager
 from gpuwizard.doctor.hardware import check_ecc, check_pcie, check_xids
 from gpuwizard.doctor.logs import log_findings
 from gpuwizard.doctor.observed import Observed
@@ -37,14 +39,18 @@ CHECKS: tuple[Check, ...] = (
     check_next_boot,
     check_dev_nodes,
     check_persistence,
+    check_fabric_manager,
     check_cuda_versions,
     check_torch_gpus,
     check_pcie,
     check_xids,
     check_ecc,
+    check_clocks,
     check_out_of_memory,
     check_multi_node,
 )
+ENVIRONMENT_CHECKS = (check_torch_envs,)
+"""Checks with one finding per thing found (each existing PyTorch environment)."""
 
 NO_GPU = Finding(
     "gpus",
@@ -58,6 +64,7 @@ NO_GPU = Finding(
 
 def run_checks(facts: HostFacts, seen: Observed, table: CompatTable) -> tuple[Finding, ...]:
     found = [finding for check in CHECKS if (finding := check(facts, seen, table)) is not None]
+    found += [finding for check in ENVIRONMENT_CHECKS for finding in check(facts, seen, table)]
     if not facts.hardware.gpus:
         found.insert(0, NO_GPU)
     return (*found, *log_findings(seen.logs))

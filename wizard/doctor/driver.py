@@ -65,6 +65,19 @@ def applies(facts: HostFacts) -> bool:
     return bool(facts.hardware.gpus) and not facts.platform.wsl and not facts.platform.container
 
 
+def gpus_here(facts: HostFacts) -> bool:
+    """GPUs whose health NVML reports truly here: in a container too (the GPU is the host's,
+    its ECC, link and clocks are not), not under WSL (Windows' driver answers for it)."""
+    return bool(facts.hardware.gpus) and not facts.platform.wsl
+
+
+def on_the_host(facts: HostFacts, fix: str) -> str:
+    """A fix that acts on the driver or the hardware: in a container, done on its host."""
+    if not facts.platform.container:
+        return fix
+    return f"On the container's host (the driver and the GPUs are its): {fix[0].lower()}{fix[1:]}"
+
+
 def _mismatch(facts: HostFacts, seen: Observed) -> Finding:
     module = facts.boot.nvidia_module_version or "unknown"
     library = library_version(facts) or "a newer version"
@@ -333,20 +346,34 @@ def check_dev_nodes(facts: HostFacts, seen: Observed, table: CompatTable) -> Fin
     )
 
 
+def persistence_fix(facts: HostFacts) -> str:
+    """The service where systemd runs; nvidia-smi -pm 1 (until the next boot) where it does not."""
+    if facts.platform.systemd is False and not facts.platform.container:
+        return "sudo nvidia-smi -pm 1 (no systemd here: run it again after each boot)"
+    return on_the_host(facts, PERSISTENCE_FIX)
+
+
 def check_persistence(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
     del seen, table
     nvml = facts.boot.nvml
-    if not applies(facts) or not isinstance(nvml, NvmlOk) or not nvml.gpus:
+    if not gpus_here(facts) or not isinstance(nvml, NvmlOk) or not nvml.gpus:
         return None
     off = [str(g.index) for g in nvml.gpus if g.persistence_mode is False]
     if all(g.persistence_mode is None for g in nvml.gpus):
         return None
+    evidence = tuple(
+        f"GPU {g.index} ({g.pci_bus_id}): persistence {'on' if g.persistence_mode else 'off'}"
+        for g in nvml.gpus
+        if g.persistence_mode is not None
+    )
     if not off:
         return Finding(
             "persistence",
             "ok",
-            "Persistence mode on",
+            f"Persistence mode on ({len(evidence)} of {len(nvml.gpus)} GPU(s))",
             "The driver stays initialised between programs.",
+            evidence=evidence[:4],
+            source="NVML (nvidia-smi -q: Persistence Mode)",
         )
     return Finding(
         "persistence",
@@ -354,7 +381,7 @@ def check_persistence(facts: HostFacts, seen: Observed, table: CompatTable) -> F
         f"Persistence mode off on GPU {', '.join(off)}",
         "Without persistence mode the driver tears the GPUs down when the last program "
         "exits: every start pays seconds of initialisation, and settings such as clocks reset.",
-        PERSISTENCE_FIX,
+        persistence_fix(facts),
         tuple(f"GPU {i}: persistence off" for i in off),
         "NVIDIA driver persistence documentation",
     )

@@ -8,7 +8,7 @@ own fault reports. ECC and row remapping come from NVML. Pure.
 from __future__ import annotations
 
 from gpuwizard.core.facts import Gpu, HostFacts, NvmlGpu, NvmlOk
-from gpuwizard.doctor.driver import applies
+from gpuwizard.doctor.driver import gpus_here, on_the_host
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import Observed
 from gpuwizard.doctor.xids import XID_SOURCE, parse_xids, worst_first
@@ -57,9 +57,29 @@ def _link_state(gpu: Gpu, nvml: NvmlGpu | None) -> tuple[bool, bool, str] | None
     return narrower, slower, f"{gpu.pci.address}: {'; '.join(parts)}"
 
 
+def link_words(gpu: Gpu, nvml: NvmlGpu | None) -> str | None:
+    """ "Gen5 x16 of Gen5 x16" (NVML), else "x16 32.0 GT/s of x16 32.0 GT/s" (sysfs)."""
+    if nvml is not None and nvml.pcie_gen_current and nvml.pcie_width_current:
+        return (
+            f"Gen{nvml.pcie_gen_current} x{nvml.pcie_width_current} of "
+            f"Gen{nvml.pcie_gen_max} x{nvml.pcie_width_max}"
+        )
+    link = gpu.pci.link
+    if link is None or not link.width_current:
+        return None
+    return f"x{link.width_current} {link.speed_current} of x{link.width_max} {link.speed_max}"
+
+
+def _full_links(facts: HostFacts, by_bus: dict[str, NvmlGpu], count: int) -> str:
+    """The ok title: the link all GPUs trained at, with the numbers."""
+    words = {w for g in facts.hardware.gpus if (w := link_words(g, by_bus.get(g.pci.address)))}
+    said = words.pop() if len(words) == 1 else "full width and speed"
+    return f"PCIe links at {said} ({count} GPU(s))"
+
+
 def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
     del seen, table
-    if not applies(facts):
+    if not gpus_here(facts):
         return None
     nvml = facts.boot.nvml
     by_bus = {g.pci_bus_id: g for g in nvml.gpus} if isinstance(nvml, NvmlOk) else {}
@@ -73,8 +93,9 @@ def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
             "pcie", "problem", f"PCIe link narrower than it can be on {len(narrow)} GPU(s)",
             "A link trained with fewer lanes than both ends support moves data to and from the "
             "GPU at a fraction of its speed.",
-            "Power off, reseat the card (and its riser or cable), and check the slot's lane "
-            "sharing in the board manual; `sudo lspci -vv` shows LnkSta against LnkCap.",
+            on_the_host(facts, "Power off, reseat the card (and its riser or cable), and check the "
+                        "slot's lane sharing in the board manual; `sudo lspci -vv` shows LnkSta "
+                        "against LnkCap."),
             tuple(narrow), "the guide's hardware section; PCI Express link training",
         )  # fmt: skip
     if slow:
@@ -87,20 +108,21 @@ def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
             tuple(slow), "the guide's hardware section",
         )  # fmt: skip
     return Finding(
-        "pcie", "ok", f"PCIe links at full width and speed ({len(states)} GPU(s))",
+        "pcie", "ok", _full_links(facts, by_bus, len(states)),
         "Every GPU's link trained at what both ends support.",
         evidence=tuple(text for _, _, text in states[:4]),
+        source="PCI sysfs (current/max_link_speed, _width); NVML (nvidia-smi -q -d PCI)",
     )  # fmt: skip
 
 
 def check_xids(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
     del table
-    if not applies(facts):
+    if not gpus_here(facts):
         return None
     if seen.kernel_log is None:
         why = seen.why_unread("kernel log") or "kernel log: not read"
         return Finding(
-            "xid", "unknown", "Xid errors not checked",
+            "xid", "unknown", "Xid errors not checked: kernel log not readable",
             f"The kernel log could not be read ({why.removeprefix('kernel log: ')}).",
             "Run `sudo gpuwizard doctor` (reading the kernel log needs root or the adm group).",
             (why,), XID_SOURCE,
@@ -108,7 +130,7 @@ def check_xids(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
     groups = worst_first(parse_xids(seen.kernel_log.text))
     if not groups:
         return Finding(
-            "xid", "ok", "No Xid errors",
+            "xid", "ok", f"No Xid errors ({seen.kernel_log.source}, this boot)",
             f"The driver reported no GPU faults in this boot's kernel log ({seen.kernel_log.source}).",
             source=XID_SOURCE,
         )  # fmt: skip
@@ -173,20 +195,53 @@ def _memory_trouble(gpu: NvmlGpu) -> tuple[Severity, str, str] | None:
     return None
 
 
+def _repairs(gpu: NvmlGpu) -> str:
+    """Row remapping (Ampere and newer) or page retirement (before), as NVML counts them."""
+    if gpu.remap_pending is not None:
+        return (
+            f"rows remapped {gpu.remapped_rows_correctable} correctable / "
+            f"{gpu.remapped_rows_uncorrectable} uncorrectable, pending "
+            f"{'yes' if gpu.remap_pending else 'no'}, failed {'yes' if gpu.remap_failed else 'no'}"
+        )
+    if gpu.retired_pages_pending is not None:
+        return (
+            f"pages retired {gpu.retired_pages_sbe} single-bit / {gpu.retired_pages_dbe} "
+            f"double-bit, pending {'yes' if gpu.retired_pages_pending else 'no'}"
+        )
+    return "no repair counters"
+
+
 def _memory_counters(gpu: NvmlGpu) -> str:
     return (
         f"GPU {gpu.index} ({gpu.pci_bus_id}): ECC {'on' if gpu.ecc_enabled else 'off'}, "
-        f"uncorrectable {gpu.ecc_uncorrected_volatile} since reset / "
-        f"{gpu.ecc_uncorrected_aggregate} lifetime, rows remapped "
-        f"{gpu.remapped_rows_correctable} correctable / {gpu.remapped_rows_uncorrectable} "
-        f"uncorrectable, remap pending {gpu.remap_pending}, failed {gpu.remap_failed}"
+        f"uncorrectable {gpu.ecc_uncorrected_volatile} volatile (since the last reset) / "
+        f"{gpu.ecc_uncorrected_aggregate} aggregate (lifetime); {_repairs(gpu)}"
+    )
+
+
+def _healthy_title(gpus: list[NvmlGpu]) -> str:
+    """The ok line with its numbers, summed over the GPUs."""
+    on = sum(1 for g in gpus if g.ecc_enabled)
+    volatile = sum(g.ecc_uncorrected_volatile or 0 for g in gpus)
+    aggregate = sum(g.ecc_uncorrected_aggregate or 0 for g in gpus)
+    if any(g.remap_pending is not None for g in gpus):
+        repairs = (
+            f"{sum(g.remapped_rows_uncorrectable or 0 for g in gpus)} rows remapped, none pending"
+        )
+    elif any(g.retired_pages_pending is not None for g in gpus):
+        repairs = "no page retirement pending"
+    else:
+        repairs = "no repair counters"
+    return (
+        f"ECC on ({on} of {len(gpus)} GPU(s)): {volatile} uncorrectable volatile, "
+        f"{aggregate} aggregate; {repairs}"
     )
 
 
 def check_ecc(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
     del seen, table
     nvml = facts.boot.nvml
-    if not applies(facts) or not isinstance(nvml, NvmlOk):
+    if not gpus_here(facts) or not isinstance(nvml, NvmlOk):
         return None
     reporting = [g for g in nvml.gpus if g.ecc_enabled is not None or g.remap_pending is not None]
     if not reporting:
@@ -196,9 +251,9 @@ def check_ecc(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding |
         remapped = sum(g.remapped_rows_correctable or 0 for g in reporting)
         note = f"; {remapped} row(s) remapped after correctable errors" if remapped else ""
         return Finding(
-            "ecc", "ok", "GPU memory healthy",
+            "ecc", "ok", _healthy_title(reporting),
             f"No uncorrectable ECC errors and no pending repairs on {len(reporting)} GPU(s){note}.",
-            source=NVML_SOURCE,
+            evidence=tuple(_memory_counters(g) for g in reporting[:4]), source=NVML_SOURCE,
         )  # fmt: skip
     worst = sorted(troubles, key=lambda t: t[0] != "problem")
     severity, what, fix = worst[0]
@@ -207,7 +262,7 @@ def check_ecc(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding |
         severity,
         what,
         f"NVML reports trouble in the GPU memory: {'; '.join(t[1] for t in worst)}.",
-        fix,
+        on_the_host(facts, fix),
         tuple(_memory_counters(g) for g in reporting if _memory_trouble(g)),
         NVML_SOURCE,
     )

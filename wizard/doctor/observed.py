@@ -7,15 +7,12 @@ stay strings. Nothing here reads the machine.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
-from gpuwizard.core.version import CudaVariant
+from gpuwizard.core.torch_envs import cuda_of_local_tag, parse_version_py
 
-_TORCH_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
-_TORCH_CUDA = re.compile(
-    r"^cuda(?:\s*:\s*[^=\n]+)?\s*=\s*(?:['\"]([^'\"]+)['\"]|None)", re.MULTILINE
-)
 _NVCC = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
 _NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+(?:\.\d+)*)"')
 _CUDA_DIR = re.compile(r"/cuda-(\d+\.\d+)(?:/|$)")
@@ -106,6 +103,40 @@ class LogText:
 
 
 @dataclass(frozen=True)
+class ArchList:
+    """The CUDA architectures an environment's own torch was built with, as it said when asked
+    (``python -I -c ...``: torch.cuda.get_arch_list()'s source, which needs no GPU)."""
+
+    python: str
+    flags: tuple[str, ...] | None
+    """ "sm_75 sm_80 ... compute_120" split; () for a CPU build; None when it was not asked or
+    did not answer (``why`` says which)."""
+    why: str | None = None
+
+
+ARCH_PROBE = (
+    "import json, torch\n"
+    "flags = getattr(torch._C, '_cuda_getArchFlags', None)\n"
+    "print(json.dumps({'torch': torch.__version__, 'arch': (flags() or '').split() if flags else []}))\n"
+)
+"""What the doctor runs in an environment's Python: no GPU is needed for the compiled arch list."""
+_ARCH_FLAG = re.compile(r"^(sm|compute)_\d{1,3}[a-z]?$")
+
+
+def parse_arch_probe(text: str) -> tuple[str, ...] | None:
+    """The arch list from the probe's last line of output; None when it printed no such line."""
+    lines = text.strip().splitlines()
+    try:
+        data = json.loads(lines[-1][: 64 * 1024]) if lines else None
+    except ValueError:
+        return None
+    flags = data.get("arch") if isinstance(data, dict) else None
+    if not isinstance(flags, list) or len(flags) > 64:
+        return None
+    return tuple(f for f in flags if isinstance(f, str) and _ARCH_FLAG.match(f))
+
+
+@dataclass(frozen=True)
 class Observed:
     env: str
     """The Python environment the wizard set up (or would set up)."""
@@ -126,6 +157,11 @@ class Observed:
     reboot_pending: str | None = None
     """Why the wizard's run waits for a reboot that has not happened yet (this boot is the one
     the journal recorded), or None."""
+    arch_lists: tuple[ArchList, ...] = ()
+    """What each existing environment's torch said of its architectures, by its interpreter."""
+
+    def arch_list(self, python: str) -> ArchList | None:
+        return next((a for a in self.arch_lists if a.python == python), None)
 
     def why_unread(self, what: str) -> str | None:
         """The reason a reading (named by its prefix, e.g. "kernel log") is missing."""
@@ -134,17 +170,12 @@ class Observed:
 
 def parse_torch_version_py(text: str) -> tuple[str, str | None] | None:
     """(version, cuda) from torch/version.py; None when it is not one."""
-    version = _TORCH_VERSION.search(text)
-    if version is None:
-        return None
-    cuda = _TORCH_CUDA.search(text)
-    return version.group(1), cuda.group(1) if cuda else None
+    return parse_version_py(text)
 
 
 def cuda_from_local_tag(version: str) -> str | None:
     """ "2.14.1+cu130" -> "13.0"; None without a CUDA tag (PyPI's default wheels have none)."""
-    build = CudaVariant.of_wheel(version)
-    return build.cuda.text if build else None
+    return cuda_of_local_tag(version)
 
 
 def parse_nvcc_version(text: str) -> str | None:

@@ -3,9 +3,11 @@ nvidia module's signer, /dev/nvidia*, InfiniBand ports, and from the wizard's st
 the failed steps' logs and the latest benchmark results.
 
 Machine reads go through the Host door and are read-only (dmesg, journalctl -k, nvcc
---version, modinfo); torch is read from its files, never imported. Whatever cannot be read (no
-root, no recording) becomes a line in ``Observed.unread``, never an exception, so the doctor
-works without root and says what it could not see.
+--version, modinfo); torch is read from its files, except that each existing environment's own
+Python is asked for its arch list (isolated, started in /, and never one that someone other
+than root or this user could have changed). Whatever cannot be read (no root, no recording)
+becomes a line in ``Observed.unread``, never an exception, so the doctor works without root and
+says what it could not see.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.paths import DEFAULT_ENV
+from gpuwizard.core.torch_envs import TorchEnv
 from gpuwizard.doctor.driver import next_kernel
 from gpuwizard.doctor.observed import (
+    ARCH_PROBE,
+    ArchList,
     BatchFit,
     BenchFits,
     IbPort,
@@ -28,12 +33,13 @@ from gpuwizard.doctor.observed import (
     TorchBuild,
     cuda_from_local_tag,
     cuda_from_path,
+    parse_arch_probe,
     parse_cuda_version_json,
     parse_nvcc_version,
     parse_torch_version_py,
 )
 from gpuwizard.machine.detect.recording import UnrecordedCommand
-from gpuwizard.machine.host import MISSING_TOOL, Host, Output
+from gpuwizard.machine.host import MISSING_TOOL, TIMED_OUT, Host, Output
 from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 
@@ -218,6 +224,63 @@ def read_step_logs(
     return tuple(logs), unread
 
 
+ARCH_PROBE_TIMEOUT_S = 120
+"""Importing torch took 5-6 s on a 16-CPU server and 19 s on two busy CPUs: generous."""
+ARCH_PROBES_MAX = 3
+"""Environments whose Python the doctor runs, the first found first (each imports torch)."""
+
+
+def probe_argv(env: TorchEnv) -> list[str]:
+    """The environment's own Python, isolated (-I: no PYTHON* variables, no user site, no
+    current folder on sys.path); the runner starts it in /."""
+    return [env.python, "-I", "-c", ARCH_PROBE]
+
+
+def untrusted_part(host: Host, env: TorchEnv) -> str | None:
+    """The first part of the environment someone else could have changed (root running a user's
+    torch would run that user's code as root)."""
+    parts = (env.python, env.site, f"{env.site}/torch")
+    return next((part for part in parts if host.foreign(part)), None)
+
+
+def read_arch_lists(host: Host, facts: HostFacts) -> tuple[ArchList, ...]:
+    """Each existing environment's own arch list, asked of its torch (a few seconds each, run
+    side by side); one the doctor may not run says why."""
+    if not facts.hardware.gpus:
+        return ()
+    lists: list[ArchList] = []
+    envs = facts.python.torch_envs[:ARCH_PROBES_MAX]
+    runnable = [e for e in envs if untrusted_part(host, e) is None]
+    with host.probing([probe_argv(e) for e in runnable]) as probed:
+        for env in envs:
+            if (part := untrusted_part(host, env)) is not None:
+                lists.append(ArchList(env.python, None, f"not run: {part} is not root's or yours"))
+                continue
+            out = run_quietly(probed, probe_argv(env), timeout_s=ARCH_PROBE_TIMEOUT_S)
+            flags = parse_arch_probe(out.stdout) if out.returncode == 0 else None
+            lists.append(
+                ArchList(env.python, flags, None if flags is not None else _probe_why(out))
+            )
+    return tuple(lists)
+
+
+def _probe_why(out: Output) -> str:
+    if out.returncode == MISSING_TOOL:
+        return "not run: its Python could not be started"
+    if out.returncode == TIMED_OUT:
+        return f"not answered within {ARCH_PROBE_TIMEOUT_S} s"
+    return f"its Python said nothing usable: {_said(out)}"
+
+
+def existing_torch(facts: HostFacts) -> TorchBuild | None:
+    """The torch of the first environment detection found (the session's python3 first)."""
+    env = next(iter(facts.python.torch_envs), None)
+    if env is None:
+        return None
+    source = f"{env.site}/torch/version.py" if env.build_known else f"{env.site}/torch"
+    return TorchBuild(env.path, env.torch, env.torch_cuda, source, env.build_known)
+
+
 def read_observed(
     host: Host,
     facts: HostFacts,
@@ -227,9 +290,12 @@ def read_observed(
     bench_dirs: Sequence[Path] = (),
 ) -> Observed:
     journal, journal_why = load_journal(state_dir)
+    named = env is not None or journal is not None
     env = env or (journal.selection.env.path if journal else DEFAULT_ENV)
     kernel_log, kernel_why = read_kernel_log(host)
     torch, torch_why = read_torch(host, facts, env)
+    if torch is None and not named and (found := existing_torch(facts)) is not None:
+        torch, env = found, found.env  # no wizard's environment: the person's own torch
     bench, bench_why = read_bench((state_dir, *bench_dirs))
     step_logs, logs_unread = read_step_logs(state_dir, journal)
     unread = [why for why in (kernel_why, torch_why, journal_why, bench_why) if why]
@@ -245,6 +311,7 @@ def read_observed(
         logs=(*step_logs, *named_logs),
         unread=(*unread, *logs_unread),
         reboot_pending=pending_reboot(journal, facts.boot.boot_id),
+        arch_lists=read_arch_lists(host, facts),
     )
 
 

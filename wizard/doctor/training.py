@@ -108,7 +108,7 @@ def check_out_of_memory(facts: HostFacts, seen: Observed, table: CompatTable) ->
 
 
 def _speed(nic: Nic) -> str:
-    return f"{nic.speed_mbps / 1000:g} Gb/s" if nic.speed_mbps else "link down or speed unknown"
+    return f"{nic.speed_mbps / 1000:g} Gb/s" if nic.speed_mbps else "speed unknown"
 
 
 def nccl_settings(facts: HostFacts, seen: Observed) -> tuple[str, ...]:
@@ -142,8 +142,16 @@ def _network_evidence(facts: HostFacts, seen: Observed) -> tuple[str, ...]:
     return tuple(lines) or ("no physical network interface found",)
 
 
-def _network_trouble(facts: HostFacts, seen: Observed) -> tuple[Severity, str, str] | None:
-    """(severity, title, sentence) for the network itself."""
+PEERMEM_FIX = (
+    "sudo modprobe nvidia_peermem; to load it at every boot: echo nvidia_peermem | sudo tee "
+    "/etc/modules-load.d/nvidia-peermem.conf (NCCL_DEBUG=INFO then says 'GPU Direct RDMA Enabled')"
+)
+
+
+def _network_trouble(
+    facts: HostFacts, seen: Observed
+) -> tuple[Severity, str, str, str | None] | None:
+    """(severity, title, sentence, its own fix or None) for the network itself."""
     active = [p for p in seen.infiniband if p.active]
     if seen.infiniband and not active:
         return (
@@ -153,6 +161,7 @@ def _network_trouble(facts: HostFacts, seen: Observed) -> tuple[Severity, str, s
                 "The InfiniBand HCAs have no active port (cable, switch or subnet manager), so NCCL "
                 "falls back to TCP sockets"
             ),
+            None,
         )
     if facts.hardware.infiniband and not seen.infiniband:
         return (
@@ -162,6 +171,7 @@ def _network_trouble(facts: HostFacts, seen: Observed) -> tuple[Severity, str, s
                 "InfiniBand HCAs are on the PCI bus but no RDMA device exists (no /sys/class/"
                 "infiniband): NCCL cannot use them until the mlx5_ib / ib_core drivers load"
             ),
+            None,
         )
     if active and facts.boot.nvidia_loaded and "nvidia_peermem" not in facts.boot.modules:
         return (
@@ -169,8 +179,9 @@ def _network_trouble(facts: HostFacts, seen: Observed) -> tuple[Severity, str, s
             "GPUDirect RDMA off",
             (
                 "InfiniBand is up but nvidia_peermem is not loaded, so NCCL copies through host "
-                "memory instead of reading the GPUs directly (sudo modprobe nvidia_peermem)"
+                "memory instead of reading the GPUs directly"
             ),
+            PEERMEM_FIX,
         )
     fastest = max((n.speed_mbps or 0 for n in facts.hardware.nics), default=0)
     if not active and fastest < MULTI_NODE_MBPS and len(facts.hardware.gpus) > 1:
@@ -181,6 +192,7 @@ def _network_trouble(facts: HostFacts, seen: Observed) -> tuple[Severity, str, s
                 f"The fastest link is {fastest / 1000:g} Gb/s with no InfiniBand: fine on one node, "
                 "but gradients between nodes will wait on it (the guide asks for 10 Gb/s or more)"
             ),
+            None,
         )
     return None
 
@@ -202,9 +214,9 @@ def check_multi_node(facts: HostFacts, seen: Observed, table: CompatTable) -> Fi
             (hit.line, *evidence), NCCL_SOURCE,
         )  # fmt: skip
     if trouble := _network_trouble(facts, seen):
-        severity, title, sentence = trouble
+        severity, title, sentence, fix = trouble
         return Finding(
-            "multi-node", severity, title, f"{sentence}.", try_these, evidence, NCCL_SOURCE
+            "multi-node", severity, title, f"{sentence}.", fix or try_these, evidence, NCCL_SOURCE
         )
     ib = "InfiniBand up" if any(p.active for p in seen.infiniband) else "no InfiniBand"
     return Finding(

@@ -1,8 +1,10 @@
 """``gpuwizard bench``: the benchmark without the TUI, printing as it goes.
 
 By default it runs in the environment the wizard built (the journal names it; else the default
-path); ``--python`` picks any interpreter that has torch and torchvision. It needs no root: the
-results go to the wizard's state directory when it can write there, else to the user's.
+path); where that does not exist, in the best PyTorch already on the machine (the one that fits
+the driver and GPUs, has torchvision, is the session's python3, is newest), and it says which.
+``--python`` picks any interpreter that has torch and torchvision. It needs no root: the results
+go to the wizard's state directory when it can write there, else to the user's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
+from gpuwizard.core.facts import HostFacts
 from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.machine.detect import detect_host
+from gpuwizard.recommend.existing import best_torch_env
+from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.control import current
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -41,20 +46,40 @@ def parse_modes(text: str) -> tuple[Mode, ...]:
     return tuple(m for m in MODES if m in wanted)
 
 
-def python_argv(args: argparse.Namespace, machine: Machine) -> tuple[str, ...]:
+def python_argv(
+    args: argparse.Namespace, machine: Machine, facts: HostFacts
+) -> tuple[tuple[str, ...], str]:
+    """(argv that runs the benchmark's Python, which one it is in words)."""
     if args.python:
         path = Path(args.python)
         if machine.simulated:  # a path inside the simulated machine: its environment is two up
-            return machine.python_in(str(path.parent.parent))
+            return machine.python_in(str(path.parent.parent)), args.python
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise BenchUsageError(f"--python {args.python}: not an executable file")
-        return (str(path),)
+        return (str(path),), args.python
     env = built_env(machine.state_dir)
-    if not machine.simulated and not Path(env, "bin", "python").exists():
+    if machine.host().exists(f"{env}/bin/python"):
+        return machine.python_in(env), f"{env}/bin/python (gpuwizard's environment)"
+    return existing_python(machine, facts, env)
+
+
+def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple[str, ...], str]:
+    """The best PyTorch already on the machine, where the wizard has built none."""
+    best = best_torch_env(facts, load_table())
+    if best is None:
         raise BenchUsageError(
-            f"no environment at {env}: run the wizard first, or pass --python PATH (a Python with torch)"
+            f"no environment at {env} and no PyTorch found on this machine: run the wizard "
+            "first, or pass --python PATH (a Python with torch)"
         )
-    return machine.python_in(env)
+    found = best.env
+    # The simulated machine runs its stand-in for the environment at that path.
+    argv = machine.python_in(found.path) if machine.simulated else (found.python,)
+    verdict = "" if best.fits else f"; {best.summary}"
+    said = (
+        f"{found.python} ({found.words()}, found as {found.found_by[0]}{verdict}; "
+        f"gpuwizard's environment {env} does not exist)"
+    )
+    return argv, said
 
 
 def built_env(state_dir: Path) -> str:
@@ -82,8 +107,9 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     if args.batch_size is not None and args.batch_size < 1:
         raise BenchUsageError(f"--batch-size {args.batch_size}: must be 1 or more")
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
+    python, interpreter = python_argv(args, machine, facts)
     spec = BenchSpec(
-        python=python_argv(args, machine),
+        python=python,
         gpus=gpus,
         modes=modes,
         batch_size=args.batch_size,
@@ -97,7 +123,6 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
         spec, writable_state_dir(machine.state_dir), facts, nvml=host.nvml, env=dict(machine.env)
     )
     out = sys.stderr if args.json else sys.stdout
-    interpreter = args.python or f"{built_env(machine.state_dir)}/bin/python"
     print(
         f"benchmark: {session.title}, with {interpreter}; results in {session.directory}", file=out
     )

@@ -10,6 +10,13 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.machine_words import (
+    disk_words,
+    fabric_words,
+    nic_words,
+    platform_words,
+    torch_env_lines,
+)
 from gpuwizard.recommend.sizing import Finding
 
 if TYPE_CHECKING:
@@ -26,10 +33,10 @@ def host_lines(facts: HostFacts, findings: tuple[Finding, ...]) -> list[str]:
         lines.append(f"GPU      {n}x {name} ({arch}, {sm or 'unknown sm'})")
     if not counts:
         lines.append("GPU      no NVIDIA GPU found")
-    if facts.hardware.nvswitches:
-        lines.append(
-            f"Fabric   {len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand"
-        )
+    if facts.hardware.nvswitches or facts.hardware.infiniband:
+        lines.append(f"Fabric   {fabric_words(facts.hardware)}")
+    if platform := platform_words(facts.platform):
+        lines.append(f"Runs in  {platform}")
     nvml = facts.boot.nvml
     driver = (
         f"{nvml.driver_version} (CUDA {nvml.cuda_driver_version})"
@@ -42,11 +49,15 @@ def host_lines(facts: HostFacts, findings: tuple[Finding, ...]) -> list[str]:
     lines.append(
         f"Boot     Secure Boot {boot.secure_boot}, nouveau {nouveau}, cloud-init {boot.cloud_init}"
     )
+    disks = ", ".join(disk_words(d) for d in facts.hardware.disks) or "none found"
+    lines.append(f"Disks    {disks}")
+    lines.append(f"Network  {', '.join(nic_words(n) for n in facts.hardware.nics) or 'none found'}")
     python = facts.python.system_python or "none"
     lines.append(
         f"Python   system {python}"
         + (f", conda at {facts.python.conda}" if facts.python.conda else "")
     )
+    lines += [f"PyTorch  {line}" for line in torch_env_lines(facts)]
     lines.append("")
     lines += [f"{_MARK[f.severity]} {f.title}: {f.reason}" for f in findings]
     return lines

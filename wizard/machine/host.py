@@ -30,6 +30,21 @@ def command_env() -> dict[str, str]:
     return {**passed, **COMMAND_ENV}
 
 
+SESSION_KEYS = ("PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "HOME", "SUDO_USER")
+"""What detection may know of the session gpuwizard was started from: where the person's
+``python3`` comes from (PATH, an active venv or conda environment) and whose home to look in.
+Under sudo these are what sudo passed on (its secure_path, unless ``sudo -E`` or env_keep), never
+read from another process. Nothing else of the environment (tokens, keys) ever reaches a Host."""
+SESSION_VALUE_MAX = 4096
+"""A longer value (a PATH of thousands of entries) is cut here: detection reads a fixed few."""
+
+
+def session_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The session keys of this process's environment, each value cut to a bounded length."""
+    source = os.environ if environ is None else environ
+    return {key: source[key][:SESSION_VALUE_MAX] for key in SESSION_KEYS if key in source}
+
+
 MISSING_TOOL = 127
 TIMED_OUT = 124
 
@@ -72,6 +87,7 @@ class SubprocessRunner:
         try:
             process = subprocess.Popen(
                 list(argv),
+                cwd="/",  # a probe never depends on where the person stands (no ./torch imported)
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -117,6 +133,17 @@ class Prefetched:
             self.started.popitem()[1](10.0)
 
 
+def _entry_names(folder: Path, limit: int | None) -> set[str]:
+    """Up to ``limit`` names in ``folder``; none when it is missing, not a folder or not ours."""
+    names: set[str] = set()
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if limit is not None and len(names) >= limit:
+                break
+            names.add(entry.name)
+    return names
+
+
 def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
@@ -135,6 +162,9 @@ class Host:
     """Symlinks of a recorded host (absolute path -> target), which wheels cannot carry."""
     empty_dirs: frozenset[str] = frozenset()
     """Empty directories of a recorded host, which git and wheels cannot carry."""
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The session's PATH, VIRTUAL_ENV, CONDA_PREFIX, HOME and SUDO_USER (``SESSION_KEYS``) as
+    gpuwizard was started; a recorded host's come from its environ.json."""
 
     @contextlib.contextmanager
     def probing(self, commands: Iterable[Sequence[str]]) -> Iterator[Host]:
@@ -183,20 +213,35 @@ class Host:
         prefix = absolute.rstrip("/") + "/"
         return any(p.startswith(prefix) for p in (*self.links, *self.empty_dirs))
 
-    def listdir(self, absolute: str) -> tuple[str, ...]:
-        """Sorted entry names, or () when the directory is missing."""
+    def listdir(self, absolute: str, limit: int | None = None) -> tuple[str, ...]:
+        """Sorted entry names, or () when the directory is missing. With ``limit``, at most that
+        many are read (in the directory's own order, then sorted): a folder of a million entries
+        costs no more than one of ``limit``."""
         prefix = absolute.rstrip("/") + "/"
         recorded = (*self.links, *self.empty_dirs)
         implied = {p[len(prefix) :].split("/", 1)[0] for p in recorded if p.startswith(prefix)}
+        names = _entry_names(self.path(absolute), limit)
+        merged = sorted(names | implied)
+        return tuple(merged if limit is None else merged[:limit])
+
+    def foreign(self, absolute: str) -> bool:
+        """Someone other than root and this process's user could change it (its owner, or
+        group or other write permission), or it cannot be looked at: code from such a place is
+        never run by gpuwizard."""
         try:
-            names = {entry.name for entry in self.path(absolute).iterdir()}
+            info = self.path(absolute).stat()
         except OSError:
-            names = set()
-        return tuple(sorted(names | implied))
+            return True
+        return info.st_uid not in (0, os.geteuid()) or bool(info.st_mode & 0o022)
 
     def readlink(self, absolute: str) -> str | None:
+        """The link's target as written; a recorded or sandboxed root keeps its links as data
+        (``links``), so a real link under it (the strict editable install lays the package out
+        as links) is not the machine's."""
         if absolute in self.links:
             return self.links[absolute]
+        if self.root != Path("/"):
+            return None
         try:
             return str(self.path(absolute).readlink())
         except OSError:

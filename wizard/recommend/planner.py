@@ -59,6 +59,11 @@ def selection_for(
     if os_row is None and not facts.platform.wsl:
         raise OptionsError("this OS is not supported for installation")
     d, t = recommendation.driver, recommendation.torch
+    if d.action != "keep" and facts.platform.container:
+        raise OptionsError(
+            f"in a {facts.platform.container} container the driver belongs to the host: "
+            f"install R{d.branch} there, not here"
+        )
     version, source = python_source(os_row, recommendation)
     if request.env_kind == "conda":
         source = "system"  # conda brings its own interpreter

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.machine_words import infiniband_count, platform_words
 from gpuwizard.recommend.os_support import OsRows, is_guess, match_os
 
 Severity = Literal["ok", "info", "warning", "error"]
@@ -71,24 +72,37 @@ def check_ram(facts: HostFacts) -> Finding:
 
 
 def check_disks(facts: HostFacts) -> Finding:
+    """Slow storage is said only on evidence: a rotational disk that names a real device's
+    model; a virtual disk (virtio, Xen, Hyper-V, EBS) says rotational whatever is behind it."""
     disks = facts.hardware.disks
-    nvme = [d for d in disks if d.nvme]
-    if nvme:
-        return Finding(
-            "disks",
-            "ok",
-            f"NVMe: {', '.join(d.name for d in nvme)}",
-            "fast local storage for datasets",
-        )
-    if disks and all(d.rotational for d in disks):
+    kinds = {d.kind for d in disks}
+    named = {kind: ", ".join(d.name for d in disks if d.kind == kind) for kind in kinds}
+    if "nvme" in kinds:
+        return Finding("disks", "ok", f"NVMe: {named['nvme']}", "fast local storage for datasets")
+    if kinds == {"hdd"}:
         return Finding(
             "disks",
             "warning",
             "only spinning disks",
             "datasets load far slower than from NVMe (the guide measured 20x)",
         )
+    if "virtual" in kinds:
+        return Finding(
+            "disks",
+            "info",
+            f"virtual disks ({named['virtual']}): speed unknown",
+            "the host decides what is behind them; `gpuwizard bench` measures the read speed",
+        )
+    if "ssd" in kinds:
+        return Finding(
+            "disks", "info", "no NVMe disk", "SSD or network storage; NVMe loads datasets fastest"
+        )
     return Finding(
-        "disks", "info", "no NVMe disk", "SSD or network storage; NVMe loads datasets fastest"
+        "disks",
+        "info",
+        "disk kind unknown" + (f" ({named['unknown']})" if disks else ""),
+        "the kernel names no model to tell an HDD from a virtual disk; `gpuwizard bench` "
+        "measures the read speed",
     )
 
 
@@ -118,13 +132,13 @@ def check_network(facts: HostFacts) -> Finding:
     nics = facts.hardware.nics
     speeds = [n.speed_mbps for n in nics if n.speed_mbps]
     fastest = max(speeds, default=0)
-    infiniband = [n for n in nics if n.kind == "infiniband"]
+    adapters = infiniband_count(facts.hardware)
     label = f"{fastest / 1000:g} Gb/s" if fastest else "link speed unknown"
-    if infiniband:
+    if adapters:
         return Finding(
             "network",
             "ok",
-            f"InfiniBand x{len(infiniband)}, {label}",
+            f"{adapters} InfiniBand adapter{'s' if adapters > 1 else ''}, {label}",
             "RDMA for multi-node training",
         )
     if fastest >= MULTI_NODE_MBPS:
@@ -176,21 +190,33 @@ def check_pcie(facts: HostFacts) -> Finding | None:
     )
 
 
+NO_SYSTEMD = (
+    "without systemd the install runs as a detached process (setsid), not a systemd unit: it "
+    "survives a dropped SSH session, not a restart of the machine"
+)
+
+
 def check_platform(facts: HostFacts) -> Finding | None:
-    if facts.platform.wsl:
+    """What the system runs in, and what follows for the setup."""
+    platform = facts.platform
+    words = platform_words(platform) or ""
+    runner = f"; {NO_SYSTEMD}" if platform.systemd is False else ""
+    if platform.wsl:
         return Finding(
             "platform",
             "info",
-            "WSL2",
-            "the GPU driver comes from Windows; gpuwizard sets up Python and PyTorch only",
+            words or "WSL2",
+            "the GPU driver comes from Windows; gpuwizard sets up Python and PyTorch only" + runner,
         )
-    if facts.platform.container:
+    if platform.container:
         return Finding(
             "platform",
             "warning",
-            f"{facts.platform.container} container",
-            "drivers belong to the host; only Python and PyTorch can be set up here",
+            words,
+            "the driver belongs to the host: only Python and PyTorch can be set up here" + runner,
         )
+    if platform.systemd is False:
+        return Finding("platform", "info", words, NO_SYSTEMD)
     return None
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from gpuwizard.bench.protocol import MODES, SCHEMA, Mode
 from gpuwizard.bench.references import load_references, mode_class
 from gpuwizard.core.facts import Gpu
+from gpuwizard.machine.detect.python_envs import read_interpreters
+from gpuwizard.machine.detect.torch_envs import read_torch_envs
 from gpuwizard.sim import effects
-from gpuwizard.sim.machine import loaded_modules, sim_gpus, sim_has_nvswitch
+from gpuwizard.sim.machine import loaded_modules, sandbox_host, sim_gpus, sim_has_nvswitch
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox
 
 PACE_ENV = "GPUWIZARD_SIM_BENCH_PACE"
@@ -133,6 +135,20 @@ def dataload(out: Stream, path: str) -> None:
     )  # fmt: skip
 
 
+def torch_in(sandbox: Sandbox, env: str) -> tuple[str, str, str] | None:
+    """(torch, torchvision, CUDA) in the environment (or site folder) at ``env``: what the
+    simulation installed, else what the simulated machine came with, found as detection finds it."""
+    installed = effects.installed_torch(sandbox, env)
+    if installed is not None:
+        return installed, "0.29.1", "13.0"
+    host = sandbox_host(sandbox)
+    found = read_torch_envs(host, read_interpreters(host))
+    env_found = next((e for e in found if env in (e.path, e.site)), None)
+    if env_found is None:
+        return None
+    return env_found.release, env_found.torchvision or "", env_found.torch_cuda or ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuwizard.sim.bench_python")
     parser.add_argument("--env", required=True)
@@ -154,14 +170,14 @@ def main(argv: list[str] | None = None) -> int:
 
     sandbox = Sandbox(Path(os.environ[SIM_ENV]))
     out = Stream(float(os.environ.get(PACE_ENV, "1")))
-    torch = effects.installed_torch(sandbox, known.env)
-    if torch is None:
+    stack = torch_in(sandbox, known.env)
+    if stack is None:
         sys.stderr.write(f"ModuleNotFoundError: No module named 'torch' ({known.env})\n")
         return 2
     gpus = sim_gpus(sandbox)
     modes: list[Mode] = [m for m in MODES if m in args.modes.split(",")]
     out.emit(
-        "started", torch=torch, torchvision="0.29.1", cuda="13.0", device="cuda", world_size=world,
+        "started", torch=stack[0], torchvision=stack[1], cuda=stack[2], device="cuda", world_size=world,
         backend="nccl" if world > 1 else None, model="resnet50", image_size=224, modes=modes,
         python="3.12.3", compiled=args.compile, channels_last=True,
         gpus=[{"index": i, "name": f"NVIDIA {g.model.name}", "capability": g.model.compute_capability or "0.0",

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuwizard.core.facts import Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
+from gpuwizard.core.facts import FabricState, Gpu, Nvml, NvmlGpu, NvmlOk, NvmlUnavailable
 from gpuwizard.core.paths import MANAGED_SERVICES
 from gpuwizard.machine import dpkgdb
 from gpuwizard.machine.detect import pci
@@ -157,6 +157,10 @@ class SimNvml:
                 "driver/library version mismatch: the driver was updated without a reboot"
             )
         gpus = sim_gpus(self.sandbox)
+        # NVSwitch boards: the GPUs join the fabric once Fabric Manager runs, else they wait.
+        fabric: FabricState | None = None
+        if sim_has_nvswitch(self.sandbox):
+            fabric = "completed" if "nvidia-fabricmanager" in state.services else "in-progress"
         devices = tuple(
             NvmlGpu(
                 i,
@@ -168,6 +172,8 @@ class SimNvml:
                 16,
                 16,
                 "nvidia-persistenced" in state.services,
+                clocks_event_mask=0x1,  # idle, nothing held down
+                fabric_state=fabric,
             )
             for i, g in enumerate(gpus)
         )
@@ -203,10 +209,10 @@ class SimHost(Host):
             return None  # a container without it, or EACCES: the door reads nothing
         return super().read_bytes(absolute, limit)
 
-    def listdir(self, absolute: str) -> tuple[str, ...]:
+    def listdir(self, absolute: str, limit: int | None = None) -> tuple[str, ...]:
         if self.sandbox is not None and absolute == dpkgdb.UPDATES and self.sandbox.has_dpkg:
             return ("0001",) if self.sandbox.load().dpkg_interrupted else ()
-        return super().listdir(absolute)
+        return super().listdir(absolute, limit)
 
 
 def render_status(state: SimState) -> str:
@@ -226,5 +232,6 @@ def sandbox_host(sandbox: Sandbox) -> Host:
         nvml=SimNvml(sandbox, base.nvml()),
         links=sandbox.links(),
         empty_dirs=base.empty_dirs,
+        environ=base.environ,
         sandbox=sandbox,
     )

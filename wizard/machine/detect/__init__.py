@@ -25,7 +25,7 @@ from gpuwizard.machine.detect import config, installs, kernel, os_release, pci, 
 from gpuwizard.machine.detect.installs import read_dpkg
 from gpuwizard.machine.detect.nvml import probe_nvml
 from gpuwizard.machine.dpkgdb import DpkgDatabase
-from gpuwizard.machine.host import Host, SubprocessRunner
+from gpuwizard.machine.host import Host, SubprocessRunner, session_environ
 
 DEBIAN_FAMILY = frozenset({"debian", "ubuntu"})
 
@@ -44,7 +44,7 @@ def os_family(os: OsInfo | None) -> str:
 
 def local_host() -> Host:
     """The real machine: root /, real commands, real NVML."""
-    return Host(root=Path("/"), run=SubprocessRunner(), nvml=probe_nvml)
+    return Host(root=Path("/"), run=SubprocessRunner(), nvml=probe_nvml, environ=session_environ())
 
 
 def detect_boot(host: Host, dpkg: DpkgDatabase | None) -> Boot:

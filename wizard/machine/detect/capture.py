@@ -18,7 +18,7 @@ import json
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,8 +80,8 @@ class RecordingHost(Host):
             self.tape.dirs.add(absolute)
         return found
 
-    def listdir(self, absolute: str) -> tuple[str, ...]:
-        names = super().listdir(absolute)
+    def listdir(self, absolute: str, limit: int | None = None) -> tuple[str, ...]:
+        names = super().listdir(absolute, limit)
         if self.is_dir(absolute):
             for name in names:
                 self._note_entry(f"{absolute.rstrip('/')}/{name}")
@@ -107,7 +107,13 @@ def recording_host(host: Host) -> RecordingHost:
         return tape.nvml
 
     return RecordingHost(
-        root=host.root, run=run, nvml=nvml, links=host.links, empty_dirs=host.empty_dirs, tape=tape
+        root=host.root,
+        run=run,
+        nvml=nvml,
+        links=host.links,
+        empty_dirs=host.empty_dirs,
+        environ=host.environ,
+        tape=tape,
     )
 
 
@@ -187,7 +193,13 @@ class PrivateFolder:
             handle.write(data)
 
 
-def write_tape(tape: Tape, out: PrivateFolder, facts: HostFacts, description: str) -> None:
+def write_tape(
+    tape: Tape,
+    out: PrivateFolder,
+    facts: HostFacts,
+    description: str,
+    environ_seen: Mapping[str, str] | None = None,
+) -> None:
     replacements, _ = _masker(facts.machine_id)
     content_paths = set(tape.files) | tape.placeholders | tape.dirs
     # A listed symlink with recorded content beneath it (sysfs device links) becomes a directory.
@@ -209,6 +221,10 @@ def write_tape(tape: Tape, out: PrivateFolder, facts: HostFacts, description: st
     }
     _write_json(out, "links.json", dict(sorted(links.items())))
     _write_json(out, "empty_dirs.json", empty_dirs)
+    # The session's PATH and the rest of SESSION_KEYS: where the person's python3 came from.
+    seen = environ_seen or {}
+    environ = {key: _mask(value, replacements) for key, value in sorted(seen.items())}
+    _write_json(out, "environ.json", environ)
     _write_json(out, "commands.json", commands)
     if tape.nvml is not None:
         _write_json(out, "nvml.json", to_jsonable(tape.nvml))
@@ -234,7 +250,7 @@ def capture_host(host: Host, directory: Path, description: str) -> HostFacts:
     try:
         recorder = recording_host(host)
         facts = detect_host(recorder)
-        write_tape(recorder.tape, out, facts, description)
+        write_tape(recorder.tape, out, facts, description, host.environ)
     finally:
         out.close()
     return facts

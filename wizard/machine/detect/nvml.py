@@ -91,6 +91,34 @@ _UNCORRECTED = 1  # NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 _VOLATILE, _AGGREGATE = 0, 1  # NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC
 
 
+def _retired_pages(nvml: Any, handle: Any, cause: int) -> int | None:
+    """How many pages were retired for a cause (0: multiple single-bit, 1: double-bit errors)."""
+    pages = _named(nvml, "nvmlDeviceGetRetiredPages", handle, cause)
+    return None if pages is None else len(pages)
+
+
+_FABRIC_STATES = {1: "not-started", 2: "in-progress", 3: "completed"}  # 0: not supported
+
+
+def _fabric(nvml: Any, handle: Any) -> dict[str, Any]:
+    """NVSwitch systems: how far the GPU's registration in the NVLink fabric got, and its error.
+
+    Asked through the oldest call (nvmlDeviceGetGpuFabricInfo, R525 and newer); a GPU without a
+    fabric answers NotSupported or state 0, and both fields stay None."""
+    structure = getattr(nvml, "c_nvmlGpuFabricInfo_t", None)
+    call = getattr(nvml, "nvmlDeviceGetGpuFabricInfo", None)
+    if structure is None or call is None:
+        return {}
+    info = structure()
+    if _optional(nvml, call, handle, info) is None:
+        return {}
+    state = _FABRIC_STATES.get(int(info.state))
+    if state is None:
+        return {}
+    error = None if int(info.status) == 0 else str(nvml.NVMLError(int(info.status)))
+    return {"fabric_state": state, "fabric_error": error}
+
+
 def _memory_health(nvml: Any, handle: Any) -> dict[str, Any]:
     """ECC mode and counters, retired pages (pre-Ampere) and row remapping (Ampere and newer).
 
@@ -106,6 +134,8 @@ def _memory_health(nvml: Any, handle: Any) -> dict[str, Any]:
         "ecc_uncorrected_volatile": _named(nvml, errors, handle, _UNCORRECTED, _VOLATILE),
         "ecc_uncorrected_aggregate": _named(nvml, errors, handle, _UNCORRECTED, _AGGREGATE),
         "retired_pages_pending": None if pending is None else bool(pending),
+        "retired_pages_sbe": None if pending is None else _retired_pages(nvml, handle, 0),
+        "retired_pages_dbe": None if pending is None else _retired_pages(nvml, handle, 1),
         "remapped_rows_correctable": None if remap is None else int(remap[0]),
         "remapped_rows_uncorrectable": None if remap is None else int(remap[1]),
         "remap_pending": None if remap is None else bool(remap[2]),
@@ -119,6 +149,7 @@ def _gpu(nvml: Any, index: int) -> NvmlGpu:
     bus_id = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
     name = nvml.nvmlDeviceGetName(handle)
     persistence = _optional(nvml, nvml.nvmlDeviceGetPersistenceMode, handle)
+    mask = _clock_mask(nvml, handle)
     return NvmlGpu(
         index=index,
         pci_bus_id=normalise_bus_id(bus_id),
@@ -129,13 +160,15 @@ def _gpu(nvml: Any, index: int) -> NvmlGpu:
         pcie_width_current=_optional(nvml, nvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
         pcie_width_max=_optional(nvml, nvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
         persistence_mode=None if persistence is None else persistence == nvml.NVML_FEATURE_ENABLED,
-        clock_limits=clock_limits(_clock_mask(nvml, handle)),
+        clock_limits=clock_limits(mask),
+        clocks_event_mask=None if mask is None else int(mask),
         power_w=_milliwatts(_optional(nvml, nvml.nvmlDeviceGetPowerUsage, handle)),
         power_limit_w=_milliwatts(_optional(nvml, nvml.nvmlDeviceGetEnforcedPowerLimit, handle)),
         temperature_c=_optional(nvml, nvml.nvmlDeviceGetTemperature, handle, 0),
         sm_clock_mhz=_optional(nvml, nvml.nvmlDeviceGetClockInfo, handle, 1),
         sm_clock_max_mhz=_optional(nvml, nvml.nvmlDeviceGetMaxClockInfo, handle, 1),
         **_memory_health(nvml, handle),
+        **_fabric(nvml, handle),
     )
 
 

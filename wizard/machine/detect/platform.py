@@ -45,6 +45,43 @@ def _detect_virt(host: Host, command: tuple[str, ...]) -> str | None:
     return value if out.returncode == 0 and value and value != "none" else None
 
 
+SYSTEMD_RUNNING = "/run/systemd/system"
+"""Exists exactly when systemd is the init system (sd_booted(3)): no systemd, no systemd-run."""
+DMI_FILES = tuple(
+    f"/sys/class/dmi/id/{name}"
+    for name in ("product_name", "sys_vendor", "board_vendor", "bios_vendor")
+)
+DMI_VENDORS = (
+    ("KVM", "kvm"), ("Amazon EC2", "amazon"), ("QEMU", "qemu"), ("VMware", "vmware"),
+    ("VMW", "vmware"), ("innotek GmbH", "oracle"), ("Oracle Corporation", "oracle"),
+    ("Xen", "xen"), ("Bochs", "bochs"), ("Parallels", "parallels"), ("BHYVE", "bhyve"),
+)  # fmt: skip
+"""systemd's own table (src/basic/virt.c, detect_vm_dmi_vendor): a DMI field that starts so."""
+HYPERVISOR_UNNAMED = "unknown"
+"""A hypervisor is there (the CPU's hypervisor flag) but neither systemd nor DMI name it."""
+_CPU_FLAGS = re.compile(r"^flags\s*:(.*)$", re.MULTILINE)
+
+
+def hypervisor_from_files(host: Host) -> str | None:
+    """Where systemd-detect-virt is missing (a minimal image, a microVM): DMI as systemd reads
+    it, else the hypervisor flag the kernel lists in /proc/cpuinfo (CPUID leaf 1, bit 31)."""
+    for path in DMI_FILES:
+        value = (host.read_text(path, 256) or "").strip()
+        if name := next((n for prefix, n in DMI_VENDORS if value.startswith(prefix)), None):
+            return name
+    flags = _CPU_FLAGS.search(host.read_text("/proc/cpuinfo", 64 * 1024) or "")
+    return HYPERVISOR_UNNAMED if flags and "hypervisor" in flags.group(1).split() else None
+
+
+def read_virtualization(host: Host) -> str | None:
+    """The hypervisor, as systemd-detect-virt names it; from files where it is not installed."""
+    out = host.run(VM_COMMAND)
+    if out.returncode == MISSING_TOOL:
+        return hypervisor_from_files(host)
+    value = out.stdout.strip()
+    return value if out.returncode == 0 and value and value != "none" else None
+
+
 def read_platform(host: Host, kernel_release: str) -> Platform:
     arch = host.run(UNAME_COMMAND).stdout.strip() or "unknown"
     wsl = "microsoft" in kernel_release.lower() or host.exists("/usr/lib/wsl/lib")
@@ -55,9 +92,10 @@ def read_platform(host: Host, kernel_release: str) -> Platform:
         container = None
     return Platform(
         arch=arch,
-        virtualization=_detect_virt(host, VM_COMMAND),
+        virtualization=read_virtualization(host),
         container=container,
         wsl=wsl,
+        systemd=host.is_dir(SYSTEMD_RUNNING),
     )
 
 

@@ -1,4 +1,5 @@
-"""Python interpreters and the environments gpuwizard manages, with their PyTorch packages.
+"""Python interpreters and the environments gpuwizard manages, with their PyTorch packages, and
+(``torch_envs``) the PyTorch installs a person already has.
 
 Versions come from files (pyvenv.cfg, conda-meta, *.dist-info folder names), never by running
 the environment's Python: detection runs before every step and must stay cheap.
@@ -10,6 +11,7 @@ import re
 
 from gpuwizard.core.facts import Environment, Interpreter, PythonEnv
 from gpuwizard.core.paths import ENVS_DIR, MINIFORGE_DIR, PYTHONS_DIR
+from gpuwizard.machine.detect import torch_envs
 from gpuwizard.machine.host import Host
 
 _PYTHON = re.compile(r"^python(3\.\d+)$")
@@ -41,7 +43,7 @@ def env_problem(host: Host, path: str, python: str | None, site: tuple[str, ...]
 def read_env(host: Host, path: str, kind: str) -> Environment | None:
     python: str | None = None
     if kind == "venv":
-        cfg = host.read_text(f"{path}/pyvenv.cfg")
+        cfg = host.read_text(f"{path}/pyvenv.cfg", torch_envs.FILE_LIMIT)
         if cfg is None:
             return None
         match = _PYVENV_VERSION.search(cfg)
@@ -68,9 +70,11 @@ def read_env(host: Host, path: str, kind: str) -> Environment | None:
 
 
 def read_environments(host: Host) -> tuple[Environment, ...]:
-    places = [(f"{ENVS_DIR}/{name}", "venv") for name in host.listdir(ENVS_DIR)]
+    limit = torch_envs.LIST_LIMIT
+    places = [(f"{ENVS_DIR}/{name}", "venv") for name in host.listdir(ENVS_DIR, limit)]
     places += [
-        (f"{MINIFORGE_DIR}/envs/{name}", "conda") for name in host.listdir(f"{MINIFORGE_DIR}/envs")
+        (f"{MINIFORGE_DIR}/envs/{name}", "conda")
+        for name in host.listdir(f"{MINIFORGE_DIR}/envs", limit)
     ]
     return tuple(env for path, kind in places if (env := read_env(host, path, kind)))
 
@@ -94,9 +98,11 @@ def read_interpreters(host: Host) -> list[Interpreter]:
 def read_python(host: Host, conda: str | None) -> PythonEnv:
     target = host.readlink("/usr/bin/python3") or ""
     system = _PYTHON.match(target.rsplit("/", 1)[-1])
+    interpreters = tuple(read_interpreters(host))
     return PythonEnv(
         environments=read_environments(host),
-        interpreters=tuple(read_interpreters(host)),
+        interpreters=interpreters,
         system_python=system.group(1) if system else None,
         conda=conda,
+        torch_envs=torch_envs.read_torch_envs(host, interpreters),
     )

@@ -4,6 +4,7 @@ Layout (written by ``gpuwizard capture-host``, see ``capture.py``)::
 
     profile.json    {"description": ..., "notes": ...}
     root/           the files detection read, at their absolute paths
+    environ.json    the session's PATH, VIRTUAL_ENV, CONDA_PREFIX, HOME, SUDO_USER (absent: none)
     links.json      symlinks as data ({"/sys/bus/pci/devices/X/driver": "../nouveau"}); wheels drop links
     empty_dirs.json empty directories as data (["/lib/modules/5.15.0-126-generic"]); git drops them
     commands.json   {"uname -m": {"returncode": 0, "stdout": "x86_64\\n", "stderr": ""}, ...}
@@ -23,7 +24,7 @@ from typing import Any
 
 from gpuwizard.core.codec import from_jsonable
 from gpuwizard.core.facts import Nvml, NvmlOk, NvmlUnavailable
-from gpuwizard.machine.host import Host, Output
+from gpuwizard.machine.host import Host, Output, session_environ
 
 NO_NVML = NvmlUnavailable("no NVIDIA driver is installed (libnvidia-ml.so.1 not found)")
 
@@ -79,10 +80,14 @@ def recorded_host(directory: Path, root: Path | None = None) -> Host:
     """A Host that replays a recording. ``root`` may point at a writable copy of ``root/``."""
     links = _load_json(directory / "links.json") or {}
     empty_dirs = _load_json(directory / "empty_dirs.json") or []
+    environ = from_jsonable(
+        dict[str, str], _load_json(directory / "environ.json") or {}, "environ.json"
+    )
     return Host(
         root=root if root is not None else directory / "root",
         run=RecordedCommands(load_commands(directory)),
         nvml=RecordedNvml(load_nvml(directory)),
         links=dict(links),
         empty_dirs=frozenset(empty_dirs),
+        environ=session_environ(environ),
     )

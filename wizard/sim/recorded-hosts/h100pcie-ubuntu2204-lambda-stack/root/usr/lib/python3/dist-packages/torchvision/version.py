@@ -1,0 +1,2 @@
+__version__ = '0.19.1'
+git_version = 'unknown'
