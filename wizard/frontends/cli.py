@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 
 from gpuwizard.core.safetext import CleanStream, json_text
 from gpuwizard.frontends.cliargs import UsageError, build_parser
+from gpuwizard.frontends.flagrules import unused_flag
 from gpuwizard.frontends.inputs import MIB, InputError, read_text
 
 if TYPE_CHECKING:
@@ -137,9 +138,11 @@ def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Targ
     """The host to recommend for, and whether it is the one this command runs on (or simulates)."""
     from gpuwizard.recommend.target import target_from_facts, target_from_spec
 
-    described = args.gpu or args.os or args.driver or args.driver_flavor or args.python
+    described = args.gpu or args.os or args.arch or args.driver or args.driver_flavor or args.python
     if args.facts and described:
-        raise UsageError("--facts describes the whole host; drop --gpu/--os/--driver/--python")
+        raise UsageError(
+            "--facts describes the whole host; drop --gpu/--os/--arch/--driver/--python"
+        )
     if args.facts:
         return target_from_facts(read_facts(args.facts), table), False
     if described:
@@ -434,6 +437,11 @@ def tui_backend(
     (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend
     itself (runner, journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
     if args.simulate is None and (has_gpu or has_nvidia_gpu)():
+        if args.reset:
+            raise UsageError(
+                "--reset starts a simulated host over; with an NVIDIA GPU here the wizard drives "
+                "this machine: drop --reset, or add --simulate PROFILE"
+            )
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
         )
@@ -488,6 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_command(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        unused = unused_flag(args)
+        if unused is not None:
+            raise UsageError(unused)
         return COMMANDS[args.command](args)
     except UsageError as error:
         print(f"gpuwizard: {error}", file=sys.stderr)
