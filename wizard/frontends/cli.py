@@ -43,6 +43,12 @@ SIMULATION_OFFER = (
     "(e.g. --simulate h100x8-ubuntu2204-fresh; `gpuwizard profiles` lists them)."
 )
 
+NO_SYSFS_OFFER = (
+    "/sys could not be read here, so whether this machine has an NVIDIA GPU is unknown: run "
+    "gpuwizard where /sys is mounted (the machine itself, not a chroot or container), or try a "
+    "simulated server with --simulate PROFILE (`gpuwizard profiles` lists them)."
+)
+
 
 def simulated_profile(args: argparse.Namespace) -> str | None:
     """The built-in profile ``--simulate`` names, checked; None for this machine.
@@ -98,7 +104,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     else:
         print("\n".join(host_lines(facts, findings)))
         if not facts.hardware.gpus and args.simulate is None:
-            print(SIMULATION_OFFER, file=sys.stderr)
+            offer = SIMULATION_OFFER if facts.hardware.pci_visible else NO_SYSFS_OFFER
+            print(offer, file=sys.stderr)
     return EXIT_OK
 
 

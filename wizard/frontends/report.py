@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk, no_gpu_in_words
 from gpuwizard.recommend.sizing import Finding
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def host_lines(facts: HostFacts, findings: tuple[Finding, ...]) -> list[str]:
     for (name, arch, sm), n in counts.items():
         lines.append(f"GPU      {n}x {name} ({arch}, {sm or 'unknown sm'})")
     if not counts:
-        lines.append("GPU      no NVIDIA GPU found")
+        lines.append(f"GPU      {no_gpu_in_words(facts.hardware)}")
     if facts.hardware.nvswitches:
         lines.append(
             f"Fabric   {len(facts.hardware.nvswitches)} NVSwitch, {len(facts.hardware.infiniband)} InfiniBand"

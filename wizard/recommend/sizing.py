@@ -80,6 +80,10 @@ def check_disks(facts: HostFacts) -> Finding:
             f"NVMe: {', '.join(d.name for d in nvme)}",
             "fast local storage for datasets",
         )
+    if not disks and not facts.hardware.pci_visible:
+        return Finding(
+            "disks", "info", "disks unknown", "/sys could not be read; NVMe loads datasets fastest"
+        )
     if disks and all(d.rotational for d in disks):
         return Finding(
             "disks",
