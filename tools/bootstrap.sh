@@ -134,17 +134,28 @@ fetch_uv() {
     say "fetching uv $UV_VERSION for $arch from the package index"
     # Its own messages are the one line that names the address and the error.
     if ! "$python" -I - "$UV_VERSION" "$arch" "$sha" "$prefix/bin/uv" <<'PY'; then
-import hashlib, json, os, stat, sys, tempfile, urllib.error, urllib.request, zipfile
+import hashlib, json, os, stat, sys, tempfile, urllib.error, urllib.parse, urllib.request, zipfile
 
 version, arch, want, target = sys.argv[1:5]
 index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+
+
+class HttpsOnly(urllib.request.HTTPRedirectHandler):
+    """A redirect that leaves https is refused, as every download of gpuwizard's is."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if not newurl.startswith("https://"):
+            raise urllib.error.URLError("redirected to %s, which is not https" % newurl)
+        return urllib.request.HTTPRedirectHandler.redirect_request(self, req, fp, code, msg, headers, newurl)
 
 
 def download(url, accept=None):
     """The body at url; any network, TLS or HTTP failure ends the run in one line."""
     request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
+        if not url.startswith("https://"):
+            raise urllib.error.URLError("not https; refusing to download from it")
+        with urllib.request.build_opener(HttpsOnly).open(request, timeout=60) as answer:
             return answer.read()
     except urllib.error.HTTPError as error:
         problem = "HTTP %s %s" % (error.code, error.reason)
@@ -168,7 +179,7 @@ tag = "manylinux_2_17_" + arch
 wheels = [f for f in files if f["filename"].startswith("uv-%s-" % version) and tag in f["filename"]]
 if not wheels:
     sys.exit("bootstrap: %s lists no uv %s wheel for %s" % (listing, version, tag))
-data = download(wheels[0]["url"])
+data = download(urllib.parse.urljoin(listing, wheels[0]["url"]))
 digest = hashlib.sha256(data).hexdigest()
 if digest != want:
     sys.exit("bootstrap: uv wheel SHA-256 mismatch: got %s, pinned %s; not using it" % (digest, want))

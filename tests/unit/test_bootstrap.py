@@ -119,6 +119,8 @@ class Index:
             def do_GET(self) -> None:
                 status, body = pages.get(self.path, (404, b"not here"))
                 self.send_response(status)
+                if status in (301, 302):  # the body is where it points
+                    self.send_header("Location", body.decode())
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -165,6 +167,19 @@ def test_an_http_error_is_one_line(tmp_path, index):
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == (
         f"bootstrap: could not download {index.url}/simple/uv/: HTTP 404 Not Found"
+    )
+
+
+@pytest.mark.slow
+def test_a_redirect_that_leaves_https_is_refused(tmp_path, index):
+    index.pages["/simple/uv/"] = (302, b"http://127.0.0.1:9/simple/uv/")
+    done = bootstrap(
+        tmp_path, {"PIP_INDEX_URL": f"{index.url}/simple", "SSL_CERT_FILE": str(index.cert)}
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        f"bootstrap: could not download {index.url}/simple/uv/: "
+        "redirected to http://127.0.0.1:9/simple/uv/, which is not https"
     )
 
 
