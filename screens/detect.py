@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk, no_gpu_in_words
 from gpuwizard.core.machine_words import (
     disk_words,
     fabric_words,
@@ -41,7 +41,7 @@ def host_table(facts: HostFacts) -> Table:
         mem = f", {memory} GB" if memory else ""
         table.add_row("GPU", plain(f"{n}× {name} ({arch}, {sm or '?'}{mem})"))
     if not counts:
-        table.add_row("GPU", Text("no NVIDIA GPU found", style="yellow"))
+        table.add_row("GPU", Text(no_gpu_in_words(facts.hardware), style="yellow"))
     if facts.hardware.nvswitches or facts.hardware.infiniband:
         table.add_row("Fabric", plain(fabric_words(facts.hardware)))
     os = facts.os.pretty_name if facts.os else "unknown"

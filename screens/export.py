@@ -34,6 +34,8 @@ def preview(files: Sequence[ExportFile]) -> Group:
     parts: list[RenderableType] = []
     for file in files:
         parts.append(plain(f"── {file.name} (mode {file.mode:o})", "bold"))
+        if file.note:
+            parts.append(plain(f"   {file.note}", "italic"))
         parts.append(Syntax(clean(file.content), file.language, theme="ansi_dark", word_wrap=True))
     return Group(*parts)
 

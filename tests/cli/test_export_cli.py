@@ -32,7 +32,7 @@ def test_every_format_is_written_with_its_mode_and_the_paths_are_listed(tmp_path
     done = gpuwizard(tmp_path, "--simulate", H100, "export", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert "no setup was run here yet" in done.stderr, "a fresh plan says so"
-    names = {"deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml"}  # fmt: skip
+    names = {"deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml.gz"}  # fmt: skip
     assert {p.name for p in out.iterdir()} == names
     for name in names:
         assert f"  {out / name}" in done.stdout.splitlines()

@@ -26,7 +26,7 @@ def test_every_format_renders_for_every_recorded_host(profile: str) -> None:
     source = source_for(profile)
     formats = [fmt for fmt in FORMATS if not (profile in NEEDS_CONSOLE and fmt == "cloud-init")]
     names = [f.name for fmt in formats for f in render(source, fmt)]
-    expected = ["deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml"]  # fmt: skip
+    expected = ["deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml.gz"]  # fmt: skip
     assert names == expected[: len(names)] and len(names) == len(expected) - (
         profile in NEEDS_CONSOLE
     )

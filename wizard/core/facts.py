@@ -263,6 +263,19 @@ class Hardware:
     disks: tuple[Disk, ...] = ()
     free_space: tuple[FreeSpace, ...] = ()
     nics: tuple[Nic, ...] = ()
+    pci_visible: bool = True
+    """Whether /sys/bus/pci/devices showed any device. False where /sys could not be read (a
+    chroot, a locked-down container): there "no GPU" means "could not look", not "none"."""
+
+
+def no_gpu_in_words(hardware: Hardware) -> str:
+    """Why no GPU is listed, for people: none on the PCI bus, or /sys could not be read to look."""
+    if hardware.pci_visible:
+        return "no NVIDIA GPU found"
+    return (
+        "unknown: /sys could not be read (no PCI device under /sys/bus/pci: a chroot or a "
+        "locked-down container?)"
+    )
 
 
 BootSignal = Literal["boot_id", "btime", "person"]

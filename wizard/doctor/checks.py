@@ -61,10 +61,21 @@ NO_GPU = Finding(
     "seated and powered (`lspci -d 10de:` lists NVIDIA devices).",
 )
 
+NO_SYSFS = Finding(
+    "gpus",
+    "unknown",
+    "/sys could not be read",
+    "No PCI device is visible under /sys/bus/pci (/sys is not mounted here: a chroot or a "
+    "locked-down container) and the driver reports no GPU, so whether this machine has an NVIDIA "
+    "GPU is unknown and there is nothing to diagnose.",
+    "Run the doctor on the machine itself, or where sysfs is mounted (`mount -t sysfs sysfs /sys`; "
+    "for a container, on its host).",
+)
+
 
 def run_checks(facts: HostFacts, seen: Observed, table: CompatTable) -> tuple[Finding, ...]:
     found = [finding for check in CHECKS if (finding := check(facts, seen, table)) is not None]
     found += [finding for check in ENVIRONMENT_CHECKS for finding in check(facts, seen, table)]
     if not facts.hardware.gpus:
-        found.insert(0, NO_GPU)
+        found.insert(0, NO_GPU if facts.hardware.pci_visible else NO_SYSFS)
     return (*found, *log_findings(seen.logs))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.answers import render_answers
@@ -17,15 +18,29 @@ from gpuwizard.export.cloud_init import render_cloud_init
 from gpuwizard.export.docker_host import render_docker_host_notes
 from gpuwizard.export.dockerfile import render_dockerfile
 from gpuwizard.export.source import ExportError, ExportSource
+from gpuwizard.export.user_data import SUFFIX, compress, size_note
 
 
 @dataclass(frozen=True)
 class ExportFile:
     name: str
     content: str
+    """The text a person reviews (for a ``.gz`` file, what ``zcat`` shows)."""
     mode: int
     language: str
     """For syntax highlighting: bash, docker, yaml, markdown."""
+
+    @cached_property
+    def data(self) -> bytes:
+        """The file's bytes: ``content`` in UTF-8, gzip-compressed for a ``.gz`` name."""
+        return compress(self.content) if self.name.endswith(SUFFIX) else self.content.encode()
+
+    @property
+    def note(self) -> str:
+        """What a person should know of the file beyond its name (a compressed one's size)."""
+        return (
+            size_note(self.data, len(self.content.encode())) if self.name.endswith(SUFFIX) else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ FORMATS: dict[str, Format] = {
         ),
         Format("answers", "Answers file (apply --config)", (("answers.yaml", render_answers, 0o644, "yaml"),)),
         Format("ansible", "Ansible playbook", (("playbook.yml", render_ansible, 0o644, "yaml"),)),
-        Format("cloud-init", "cloud-init user-data", (("cloud-init.yaml", render_cloud_init, 0o644, "yaml"),)),
+        Format("cloud-init", "cloud-init user-data", (("cloud-init.yaml.gz", render_cloud_init, 0o644, "yaml"),)),
     )
 }  # fmt: skip
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 
 from gpuwizard.core.safetext import CleanStream, json_text
 from gpuwizard.frontends.cliargs import UsageError, build_parser
+from gpuwizard.frontends.flagrules import unused_flag
 from gpuwizard.frontends.inputs import MIB, InputError, read_text
 
 if TYPE_CHECKING:
@@ -40,6 +41,12 @@ EXIT_REBOOT = 10
 SIMULATION_OFFER = (
     "No NVIDIA GPU here: to try gpuwizard anyway, add --simulate PROFILE "
     "(e.g. --simulate h100x8-ubuntu2204-fresh; `gpuwizard profiles` lists them)."
+)
+
+NO_SYSFS_OFFER = (
+    "/sys could not be read here, so whether this machine has an NVIDIA GPU is unknown: run "
+    "gpuwizard where /sys is mounted (the machine itself, not a chroot or container), or try a "
+    "simulated server with --simulate PROFILE (`gpuwizard profiles` lists them)."
 )
 
 
@@ -97,7 +104,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     else:
         print("\n".join(host_lines(facts, findings)))
         if not facts.hardware.gpus and args.simulate is None:
-            print(SIMULATION_OFFER, file=sys.stderr)
+            offer = SIMULATION_OFFER if facts.hardware.pci_visible else NO_SYSFS_OFFER
+            print(offer, file=sys.stderr)
     return EXIT_OK
 
 
@@ -137,9 +145,11 @@ def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Targ
     """The host to recommend for, and whether it is the one this command runs on (or simulates)."""
     from gpuwizard.recommend.target import target_from_facts, target_from_spec
 
-    described = args.gpu or args.os or args.driver or args.driver_flavor or args.python
+    described = args.gpu or args.os or args.arch or args.driver or args.driver_flavor or args.python
     if args.facts and described:
-        raise UsageError("--facts describes the whole host; drop --gpu/--os/--driver/--python")
+        raise UsageError(
+            "--facts describes the whole host; drop --gpu/--os/--arch/--driver/--python"
+        )
     if args.facts:
         return target_from_facts(read_facts(args.facts), table), False
     if described:
@@ -424,6 +434,11 @@ def tui_backend(
     (its title then says SIMULATION and "no GPU here"). Bad input is refused now; the backend
     itself (runner, journal, sandbox: ~100 ms of imports) is made after the TUI's first frame."""
     if args.simulate is None and (has_gpu or has_nvidia_gpu)():
+        if args.reset:
+            raise UsageError(
+                "--reset starts a simulated host over; with an NVIDIA GPU here the wizard drives "
+                "this machine: drop --reset, or add --simulate PROFILE"
+            )
         require_root(
             "the wizard installs drivers and changes the system: run it as root (sudo gpuwizard)"
         )
@@ -478,6 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_command(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        unused = unused_flag(args)
+        if unused is not None:
+            raise UsageError(unused)
         return COMMANDS[args.command](args)
     except UsageError as error:
         print(f"gpuwizard: {error}", file=sys.stderr)

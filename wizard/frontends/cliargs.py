@@ -151,9 +151,10 @@ def apply_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     parser.add_argument("--verbose", action="store_true", help="print every command's output")
-    parser.add_argument(
-        "--reset", action="store_true", help="simulation only: start the simulated host over"
-    )
+    parser.add_argument(  # SUPPRESS: else its False would overwrite `gpuwizard --reset apply`'s
+        "--reset", action="store_true", default=argparse.SUPPRESS,
+        help="simulation only: start the simulated host over",
+    )  # fmt: skip
     add_wishes(parser)
     parser.add_argument(
         "--config",

@@ -103,21 +103,36 @@ def run_export(
         except ExportError as error:
             raise ExportUsageError(f"{name}: {error}") from None
     if args.output is None and len(formats) == 1 and len(files) == 1:
-        sys.stdout.write(files[0].content)
+        to_stdout(files[0])
+        _say(files[0].note)
         _say(note)
         return 0
     directory = args.output or Path(DEFAULT_DIR)
     if directory.exists() and not directory.is_dir():
         raise ExportUsageError(f"-o {directory}: that is a file; give a folder to write into")
     try:
-        paths = write_files(directory, [(f.name, f.content, f.mode) for f in files])
+        paths = write_files(directory, [(f.name, f.data, f.mode) for f in files])
     except OSError as error:
         raise ExportUsageError(f"-o {directory}: {error.strerror}") from None
     print(f"exported {source.machine}: {', '.join(source.plan.summary[:2])}")
-    for path in paths:
-        print(f"  {path}")
+    for path, file in zip(paths, files, strict=True):
+        print(f"  {path}" + (f"\n    {file.note}" if file.note else ""))
     _say(note)
     return 0
+
+
+def to_stdout(file: ExportFile) -> None:
+    """The one file on stdout: text as text, compressed bytes as they are, never to a terminal."""
+    if file.data == file.content.encode():
+        sys.stdout.write(file.content)
+        return
+    if sys.stdout.isatty():
+        raise ExportUsageError(
+            f"{file.name} is gzip-compressed: send it to a file (> {file.name}) or use -o DIR"
+        )
+    sys.stdout.flush()
+    sys.stdout.buffer.write(file.data)
+    sys.stdout.buffer.flush()
 
 
 def _say(note: str | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk, no_gpu_in_words
 from gpuwizard.core.machine_words import (
     disk_words,
     fabric_words,
@@ -32,7 +32,7 @@ def host_lines(facts: HostFacts, findings: tuple[Finding, ...]) -> list[str]:
     for (name, arch, sm), n in counts.items():
         lines.append(f"GPU      {n}x {name} ({arch}, {sm or 'unknown sm'})")
     if not counts:
-        lines.append("GPU      no NVIDIA GPU found")
+        lines.append(f"GPU      {no_gpu_in_words(facts.hardware)}")
     if facts.hardware.nvswitches or facts.hardware.infiniband:
         lines.append(f"Fabric   {fabric_words(facts.hardware)}")
     if platform := platform_words(facts.platform):

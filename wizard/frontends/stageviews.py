@@ -184,7 +184,7 @@ def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
     return ExportView(
         formats,
         lambda name: render(source, name),
-        lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
+        lambda folder, files: write_files(folder, [(f.name, f.data, f.mode) for f in files]),
         str(Path.home() / "gpuwizard-export"),
         note[0].upper() + note[1:] if note else None,
     )

@@ -79,6 +79,10 @@ def check_disks(facts: HostFacts) -> Finding:
     named = {kind: ", ".join(d.name for d in disks if d.kind == kind) for kind in kinds}
     if "nvme" in kinds:
         return Finding("disks", "ok", f"NVMe: {named['nvme']}", "fast local storage for datasets")
+    if not disks and not facts.hardware.pci_visible:
+        return Finding(
+            "disks", "info", "disks unknown", "/sys could not be read; NVMe loads datasets fastest"
+        )
     if kinds == {"hdd"}:
         return Finding(
             "disks",

@@ -91,11 +91,13 @@ def remove_stale_temps(directory: Path) -> int:
     return removed
 
 
-def write_files(directory: Path, files: Sequence[tuple[str, str, int]]) -> list[Path]:
-    """Write (name, text, mode) files into a folder, each crash-safe; returns their paths."""
+def write_files(directory: Path, files: Sequence[tuple[str, str | bytes, int]]) -> list[Path]:
+    """Write (name, text or bytes, mode) files into a folder, each crash-safe; returns their
+    paths. Text is written in UTF-8."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text, mode in files:
-        write_atomic(directory / name, text.encode("utf-8"), mode)
+    for name, content, mode in files:
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
+        write_atomic(directory / name, data, mode)
         written.append(directory / name)
     return written

@@ -99,6 +99,7 @@ def detect_hardware(host: Host, nvml: Nvml) -> tuple[Hardware, str]:
         disks=system.read_disks(host),
         free_space=system.read_free_space(host),
         nics=system.read_nics(host),
+        pci_visible=pci.bus_visible(host),
     )
     return hardware, pci_ids_version
 

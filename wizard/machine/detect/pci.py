@@ -69,6 +69,12 @@ def read_device(host: Host, address: str, vendor: str, class_code: str) -> PciDe
     )
 
 
+def bus_visible(host: Host) -> bool:
+    """Whether sysfs shows any PCI device: every PCI machine has at least its host bridge, so an
+    empty or missing /sys/bus/pci/devices means /sys could not be read (a chroot, a container)."""
+    return bool(host.listdir(DEVICES))
+
+
 def scan(host: Host) -> list[PciDevice]:
     """Every NVIDIA display, NVSwitch or InfiniBand device on the bus, in address order."""
     found = []
