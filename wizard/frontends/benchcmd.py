@@ -17,6 +17,7 @@ from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.runner.control import current
@@ -48,7 +49,7 @@ def python_argv(args: argparse.Namespace, machine: Machine) -> tuple[str, ...]:
             return machine.python_in(str(path.parent.parent))
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise BenchUsageError(f"--python {args.python}: not an executable file")
-        return (str(path),)
+        return (str(path), ISOLATED)  # as Machine.python_in: the current folder is never searched
     env = built_env(machine.state_dir)
     if not machine.simulated and not Path(env, "bin", "python").exists():
         raise BenchUsageError(
