@@ -5,7 +5,8 @@ when gpuwizard was upgraded) must still resume, and export. Each v1 ``Run`` beco
 operation whose ``command()`` is exactly that Run: the same argv, environment, prompts, exit
 codes, limits and lock retry. Whatever does not render back byte for byte stays what it was, a
 ``Command`` with its argv; so reading can only ever fall back to the plain command, never turn
-one into an operation that would run something else. Steps keep their number of actions, so the
+one into an operation that would run something else. One difference is allowed, on purpose:
+the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module runs, isolated. Steps keep their number of actions, so the
 journal's ``next_action`` still points at the same one. Pure: JSON-ready data in and out.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
     DOWNLOAD_TOOL,
     AptFixBroken,
@@ -117,7 +119,7 @@ def recognise(run: RunV1) -> Program:
 def _renders_as(op: Program, run: RunV1) -> bool:
     command = op.command()
     return (
-        command.argv == run.argv
+        _as_schema_1(command.argv) == run.argv
         and dict(command.env) == dict(run.env)
         and dict(command.answers) == dict(run.answers)
         and command.creates == run.creates
@@ -126,6 +128,13 @@ def _renders_as(op: Program, run: RunV1) -> bool:
         and command.ok_codes == run.ok_codes
         and isinstance(op, AptUpdate) == run.retry_on_lock
     )
+
+
+def _as_schema_1(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv without the isolation flag schema 1 did not write (``python -I -m pip``)."""
+    if argv[1:2] == (ISOLATED,) and argv[2:3] in (("-m",), ("-c",)):
+        return (argv[0], *argv[2:])
+    return argv
 
 
 def _candidates(run: RunV1) -> Iterator[Program]:
@@ -186,7 +195,10 @@ def _download(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
         checks.append(Fingerprint(words.get("--fingerprint", "")))
     member = options[options.index("--member") + 1] if "--member" in options[:-1] else None
     for check in checks:
-        yield Download(url, dest, check, member, "--dearmor" in options, **limits)
+        dearmor = "--dearmor" in options
+        # A key checked by fingerprint and kept armoured (dnf's): what ``armor`` means now.
+        armor = isinstance(check, Fingerprint) and not dearmor
+        yield Download(url, dest, check, member, dearmor, armor, **limits)
 
 
 def _python(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
