@@ -5,7 +5,8 @@ for this machine; else the plan of the choices given as flags (``--driver-branch
 the setup the wizard's runs made here (``gpuwizard.setup.setups``: the last run's plan, or the last
 one that changed the machine); else a fresh plan of the recommendation
 with default choices, said so on stderr. One format without ``-o``
-prints to stdout; otherwise the files are written (atomically) into the output folder.
+goes to stdout, byte for byte as ``-o`` would write it; otherwise the files are written
+(atomically) into the output folder.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def run_export(
         except ExportError as error:
             raise ExportUsageError(f"{name}: {error}") from None
     if args.output is None and len(formats) == 1 and len(files) == 1:
-        sys.stdout.write(files[0].content)
+        write_stdout(files[0].content)
         _say(note)
         return 0
     directory = args.output or Path(DEFAULT_DIR)
@@ -119,6 +120,14 @@ def run_export(
         print(f"  {path}")
     _say(note)
     return 0
+
+
+def write_stdout(content: str) -> None:
+    """A generated file to stdout byte for byte: the bytes ``-o`` writes, never through the
+    terminal sanitiser (``CleanStream``), which would change what the file says."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(content.encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def _say(note: str | None) -> None:
