@@ -16,9 +16,9 @@ _TORCH_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTIL
 _TORCH_CUDA = re.compile(
     r"^cuda(?:\s*:\s*[^=\n]+)?\s*=\s*(?:['\"]([^'\"]+)['\"]|None)", re.MULTILINE
 )
-_NVCC = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
-_NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+(?:\.\d+)*)"')
-_CUDA_DIR = re.compile(r"/cuda-(\d+\.\d+)(?:/|$)")
+_NVCC = re.compile(r"release ([0-9]+\.[0-9]+), V([0-9]+(?:\.[0-9]+)*)")
+_NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"([0-9]+(?:\.[0-9]+)*)"')
+_CUDA_DIR = re.compile(r"/cuda-([0-9]+\.[0-9]+)(?:/|$)")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ schema 1 file whose two disagree is refused rather than guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,7 +190,20 @@ _QuotingDumper.add_representer(dict, _plain_keys)
 
 
 class _NoAliases(yaml.SafeLoader):
-    """safe_load without anchors and aliases: an answers file never needs them."""
+    """safe_load without anchors, aliases or a key given twice: an answers file never needs the
+    first two, and with the third the last value would silently win (the journal's reader
+    refuses it too)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)  # merges (<<) first
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                line = key_node.start_mark.line + 1
+                raise AnswersError(f"the key {key!r} is given twice (line {line}): keep one")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -208,6 +221,10 @@ def load_answers(text: str) -> Answers:
         data = yaml.load(text, Loader=_NoAliases)  # a SafeLoader: no Python objects
     except RecursionError:
         raise AnswersError("not an answers file: nested too deeply") from None
+    except AnswersError:
+        raise
+    except ValueError as error:  # a 5,000-digit number, a 13th month: Python refuses the value
+        raise AnswersError(f"not an answers file: {str(error).split(';')[0]}") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""

@@ -143,7 +143,7 @@ def check_python(
     )
 
 
-_MINOR = re.compile(r"3\.\d{1,2}")
+_MINOR = re.compile(r"3\.[0-9]{1,2}")
 
 
 def _within(version: str, low: str, high: str) -> bool:

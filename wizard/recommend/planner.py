@@ -29,7 +29,7 @@ from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import CompatTable
 from gpuwizard.steps import build_plan
 
-_ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class OptionsError(ValueError):
@@ -52,7 +52,7 @@ class Options:
 
 
 def env_path(options: Options) -> str:
-    if not _ENV_NAME.match(options.env_name):
+    if not _ENV_NAME.fullmatch(options.env_name):  # fullmatch: `$` lets a final newline through
         raise OptionsError(
             f"environment name {options.env_name!r}: use letters, digits, '.', '_' or '-' "
             "(at most 64), starting with a letter or digit"

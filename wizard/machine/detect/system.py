@@ -13,7 +13,7 @@ FREE_SPACE_PATHS = ("/", "/var", "/opt", "/home")
 
 
 def parse_meminfo_mib(text: str) -> int:
-    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
+    match = re.search(r"^MemTotal:\s+([0-9]{1,18})\s+kB", text, re.MULTILINE)
     return int(match.group(1)) // 1024 if match else 0
 
 
