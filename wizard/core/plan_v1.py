@@ -6,8 +6,9 @@ operation whose ``command()`` is exactly that Run: the same argv, environment, p
 codes, limits and lock retry. Whatever does not render back byte for byte stays what it was, a
 ``Command`` with its argv; so reading can only ever fall back to the plain command, never turn
 one into an operation that would run something else. One difference is allowed, on purpose:
-the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module runs, isolated. Steps keep their number of actions, so the
-journal's ``next_action`` still points at the same one. Pure: JSON-ready data in and out.
+the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module runs, isolated.
+Steps keep their number of actions, so the journal's ``next_action`` still points at the same
+one. Pure: JSON-ready data in and out.
 """
 
 from __future__ import annotations
