@@ -98,7 +98,9 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     found = set()
     for root in roots:
         for name in host.listdir(f"{root}/conda-meta"):
-            if match := re.fullmatch(r"cudatoolkit-([0-9]+\.[0-9]+[0-9.]*)-[^\s]*\.json", name):
+            if match := re.fullmatch(
+                r"cudatoolkit-([0-9]+\.[0-9]+[0-9.]*)-[A-Za-z0-9_.+-]*\.json", name
+            ):
                 found.add(match.group(1))
     return tuple(sorted(found))
 

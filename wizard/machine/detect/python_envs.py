@@ -15,7 +15,7 @@ from gpuwizard.machine.host import Host
 _PYTHON = re.compile(r"python(3\.[0-9]+)")
 _DIST_INFO = re.compile(r"(torch|torchvision|torchaudio)-([^-\s]+)\.dist-info")
 _PYVENV_VERSION = re.compile(r"^version(?:_info)?\s*=\s*([0-9]{1,3}\.[0-9]{1,3})", re.MULTILINE)
-_CONDA_PYTHON = re.compile(r"python-([0-9]+\.[0-9]+)\.[0-9]+-[^\s]*\.json")
+_CONDA_PYTHON = re.compile(r"python-([0-9]+\.[0-9]+)\.[0-9]+-[A-Za-z0-9_.+-]*\.json")
 
 
 def parse_dist_infos(names: tuple[str, ...]) -> dict[str, str]:
