@@ -4,8 +4,8 @@ A journal written before operations were typed, of a run in progress or waiting 
 must resume after an upgrade. tests/golden/plans-v1.json holds the runs gpuwizard 735d5b5 (the
 last with schema 1) planned for the cases below; each must be read into exactly the operation
 the steps plan now, and anything that does not render back byte for byte stays a ``Command``.
-One change since is on purpose: every Python gpuwizard starts gets ``-I`` (issue 28); a typed
-operation read from schema 1 runs isolated, a plain command (the verify probe) keeps its argv.
+One change since is on purpose: every Python gpuwizard starts gets ``-I`` (issue 28), and a
+schema-1 Python command (pip, venv, the verify probe) is read into one that runs isolated.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import pytest
 
 from gpuwizard.core.codec import CodecError, to_jsonable
 from gpuwizard.core.facts import HostFacts
-from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
     AptInstall,
     AptUpdate,
@@ -99,32 +98,6 @@ def _as_meant_now(value: Any) -> Any:
 RUNS = [_as_meant_now(run) for run in RUNS]
 
 
-def without_isolation(argv: tuple[str, ...] | list[str]) -> list[str]:
-    """The argv as schema 1 wrote it: no ``-I`` after a Python (issue 28 added it)."""
-    words = list(argv)
-    if words[1:2] == [ISOLATED] and words[2:3] in (["-m"], ["-c"]):
-        return [words[0], *words[2:]]
-    return words
-
-
-def as_schema_1_stored(plan: Plan) -> Plan:
-    """The plan with its plain commands as schema 1 stored them (typed operations are read
-    into today's, which add ``-I`` themselves)."""
-    steps = tuple(
-        dataclasses.replace(
-            step,
-            actions=tuple(
-                dataclasses.replace(a, argv=tuple(without_isolation(a.argv)))
-                if isinstance(a, Command)
-                else a
-                for a in step.actions
-            ),
-        )
-        for step in plan.steps
-    )
-    return dataclasses.replace(plan, steps=steps)
-
-
 def recorded_v1_plan(name: str) -> dict[str, Any]:
     """The case's plan as schema 1 wrote it: its file writes, and the runs gpuwizard recorded."""
     _, plan = cases()[name]
@@ -149,14 +122,13 @@ def test_each_command_is_what_schema_1_planned_for_the_same_case(name: str) -> N
     _, plan = cases()[name]
     for step in plan.steps:
         runs = [r for r in map(v1_action, step.actions) if r["kind"] == "run"]
-        runs = [{**r, "argv": without_isolation(r["argv"])} for r in runs]
         assert runs == [RUNS[i] for i in RECORDED[name].get(step.id, [])], step.id
 
 
 @pytest.mark.parametrize("name", list(RECORDED))
 def test_a_schema_1_plan_is_read_into_exactly_the_operations_planned_now(name: str) -> None:
     _, plan = cases()[name]
-    assert Plan.from_json(json.dumps(recorded_v1_plan(name))) == as_schema_1_stored(plan)
+    assert Plan.from_json(json.dumps(recorded_v1_plan(name))) == plan
 
 
 @pytest.mark.parametrize("name", list(RECORDED))
@@ -173,7 +145,7 @@ def test_a_schema_1_journal_is_read_typed_and_saved_as_schema_2(tmp_path) -> Non
     data = to_jsonable(journal)
     data["plan"] = recorded_v1_plan("h100x8-ubuntu2204-fresh")
     read = parse(json.dumps(data))
-    assert read == dataclasses.replace(journal, plan=as_schema_1_stored(plan))
+    assert read == journal
     assert json.loads(json.dumps(to_jsonable(read)))["plan"]["schema"] == 2
 
 
@@ -222,8 +194,10 @@ def test_a_command_that_renders_back_exactly_becomes_its_operation() -> None:
     ],
 )
 def test_a_command_no_operation_renders_exactly_stays_that_command(run: RunV1) -> None:
+    """That command, as it was; a Python one isolated (issue 28: -I is the one change)."""
+    python = run.argv[0].endswith("/bin/python")
     assert recognise(run) == Command(
-        run.argv,
+        (run.argv[0], "-I", *run.argv[1:]) if python else run.argv,
         env=run.env,
         answers=run.answers,
         creates=run.creates,

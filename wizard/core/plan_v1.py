@@ -6,13 +6,15 @@ operation whose ``command()`` is exactly that Run: the same argv, environment, p
 codes, limits and lock retry. Whatever does not render back byte for byte stays what it was, a
 ``Command`` with its argv; so reading can only ever fall back to the plain command, never turn
 one into an operation that would run something else. One difference is allowed, on purpose:
-the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module runs, isolated.
+the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module or script runs,
+isolated, whether it is read into an operation (pip, venv) or stays a command (the verify probe).
 Steps keep their number of actions, so the journal's ``next_action`` still points at the same
 one. Pure: JSON-ready data in and out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict
@@ -107,7 +109,7 @@ def recognise(run: RunV1) -> Program:
         if _renders_as(candidate, run):
             return candidate
     return Command(
-        run.argv,
+        _isolated(run.argv),
         env=run.env,
         answers=run.answers,
         creates=run.creates,
@@ -129,6 +131,14 @@ def _renders_as(op: Program, run: RunV1) -> bool:
         and command.ok_codes == run.ok_codes
         and isinstance(op, AptUpdate) == run.retry_on_lock
     )
+
+
+def _isolated(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """A schema-1 ``python -c``/``-m`` command as gpuwizard starts a Python now: with ``-I``."""
+    is_python = re.fullmatch(r"python[0-9.]*", argv[0].rsplit("/", 1)[-1]) is not None
+    if is_python and argv[1:2] in (("-m",), ("-c",)):
+        return (argv[0], ISOLATED, *argv[1:])
+    return argv
 
 
 def _as_schema_1(argv: tuple[str, ...]) -> tuple[str, ...]:
