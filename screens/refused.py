@@ -1,4 +1,7 @@
-"""RefusedView: why the wizard cannot go on, with the way back where there is one."""
+"""RefusedView: why the wizard cannot go on, with the way back where there is one.
+
+The reason can quote the machine or an answers file, so it is shown cleaned (``plain.part``).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.screens.plain import part
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Back, Continue
 
@@ -30,7 +34,9 @@ class RefusedView(StageView):
         after = "Esc goes back to change a choice; q leaves." if self.can_go_back else "q leaves."
         with VerticalScroll(id="refused-body"):
             yield Static(
-                Text.assemble(("This cannot go on:\n\n", "bold red"), self.why, f"\n\n{after}")
+                Text.assemble(
+                    ("This cannot go on:\n\n", "bold red"), part(self.why), f"\n\n{after}"
+                )
             )
 
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:

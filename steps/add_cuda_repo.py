@@ -106,7 +106,7 @@ class AddCudaRepo:
                 apt_update(),
             )
         return (
-            fetch(key, RPM_KEY),
+            fetch(key, RPM_KEY, armor=True),
             WriteFile(entry, repo_file(self.cuda_repo, self.repo_arch)),
         )
 

@@ -110,10 +110,13 @@ def fetch(
     arch: str | None = None,
     member: str | None = None,
     dearmor: bool = False,
+    armor: bool = False,
 ) -> Download:
     """Download to a file, atomically, checked against its pin in gpuwizard's data
     (``gpuwizard.core.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
     fails the step. A file pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
+    A repository key is stored as the checked key alone: ``dearmor`` for apt's ``signed-by``,
+    ``armor`` for dnf's ``gpgkey`` (both mark a key whose fingerprint is UNCONFIRMED as a key).
 
     Raises:
         Unpinned: pins.yaml has no entry for the URL (every plan is checked for this in the tests).
@@ -126,7 +129,7 @@ def fetch(
         if pin.fingerprint
         else NoPin()
     )
-    return Download(url, destination, check, member=member or None, dearmor=dearmor)
+    return Download(url, destination, check, member=member or None, dearmor=dearmor, armor=armor)
 
 
 def unconfirmed_note(url: str, arch: str | None = None) -> str:

@@ -95,7 +95,7 @@ class InstallDocker:
         if missing(facts, docker_packages(self.family)):
             if self.family == "rhel":
                 actions += (
-                    fetch(DOCKER_KEY_URL, DOCKER_RPM_KEY),
+                    fetch(DOCKER_KEY_URL, DOCKER_RPM_KEY, armor=True),
                     WriteFile(DOCKER_REPO_FILE, DOCKER_CE_REPO),
                 )
             actions += install_packages(self.family, docker_packages(self.family))
@@ -163,7 +163,7 @@ class InstallContainerToolkit:
     def repository(self) -> tuple[Action, ...]:
         if self.family == "rhel":
             return (
-                fetch(TOOLKIT_KEY_URL, TOOLKIT_RPM_KEY),
+                fetch(TOOLKIT_KEY_URL, TOOLKIT_RPM_KEY, armor=True),
                 WriteFile(TOOLKIT_REPO_FILE, TOOLKIT_REPO),
             )
         source = f"deb [signed-by={TOOLKIT_KEYRING}] {TOOLKIT_APT} /\n"

@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts, judge_boot
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import Command
 from gpuwizard.core.paths import VERIFY_REPORT
 from gpuwizard.core.plan import Action, Target
 from gpuwizard.core.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 
-# The probe is a standalone script (verify_probe.py) run with ``python -c`` in the target
-# environment, where gpuwizard is not installed; its text is part of the plan.
+# The probe is a standalone script (verify_probe.py) run with ``python -I -c`` in the target
+# environment, where gpuwizard is not installed; its text is part of the plan. -I: a -c script
+# would otherwise import from the current folder first.
 VERIFY_SCRIPT = Path(__file__).with_name("verify_probe.py").read_text(encoding="utf-8")
 
 
@@ -58,7 +60,15 @@ class VerifyTorch:
         python = f"{self.env.path}/bin/python"
         return (
             Command(
-                (python, "-c", VERIFY_SCRIPT, VERIFY_REPORT, str(self.gpu_count), self.env.path),
+                (
+                    python,
+                    ISOLATED,
+                    "-c",
+                    VERIFY_SCRIPT,
+                    VERIFY_REPORT,
+                    str(self.gpu_count),
+                    self.env.path,
+                ),
                 timeout_s=900,
             ),
         )

@@ -2,9 +2,9 @@
 
 ``v1_plan(plan)`` is the JSON the schema-1 gpuwizard wrote for the same plan: every command a
 ``run`` action with its argv, environment, prompts, limits, exit codes and lock retry (only
-``apt-get update`` retried). tests/unit/test_plan_v1.py checks it against runs that gpuwizard
-really wrote (tests/golden/plans-v1.json), so a resume test can start from a journal of its
-making.
+``apt-get update`` retried; no ``-I`` after a Python, which came with issue 28).
+tests/unit/test_plan_v1.py checks it against runs that gpuwizard really wrote
+(tests/golden/plans-v1.json), so a resume test can start from a journal of its making.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import Action, AptUpdate, WriteFile
 from gpuwizard.core.plan import Plan
 from gpuwizard.steps.verify_torch import VERIFY_SCRIPT
@@ -30,7 +31,7 @@ def v1_action(action: Action) -> dict[str, Any]:
     run = action.command()
     return {
         "kind": "run",
-        "argv": list(run.argv),
+        "argv": without_isolation(run.argv),
         "env": dict(run.env),
         "answers": to_jsonable(run.answers),
         "creates": run.creates,
@@ -39,6 +40,14 @@ def v1_action(action: Action) -> dict[str, Any]:
         "retry_on_lock": isinstance(action, AptUpdate),
         "ok_codes": list(run.ok_codes),
     }
+
+
+def without_isolation(argv: tuple[str, ...] | list[str]) -> list[str]:
+    """The argv as schema 1 wrote it: no ``-I`` after a Python (issue 28 added it)."""
+    words = list(argv)
+    if words[1:2] == [ISOLATED] and words[2:3] in (["-m"], ["-c"]):
+        return [words[0], *words[2:]]
+    return words
 
 
 def v1_plan(plan: Plan) -> dict[str, Any]:

@@ -4,6 +4,8 @@ speaks nonsense, stopping, and the files a run leaves."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 import textwrap
 import time
@@ -12,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.bench import protocol as bp
-from gpuwizard.bench.launch import WORKER, BenchJob, BenchSpec, phases
+from gpuwizard.bench.launch import WORKER, BenchJob, BenchSpec, phases, results_dir
+from gpuwizard.bench.results import save
 
 STREAMS = Path(__file__).with_name("streams")
 
@@ -153,3 +156,38 @@ def test_stopping_ends_the_worker_at_once_and_keeps_what_arrived(tmp_path: Path,
     assert outcome.cancelled and not outcome.ok
     assert 5 <= len(outcome.events) < 86
     assert outcome.problems == []  # a stop is not a failure to explain
+
+
+def test_a_run_s_folder_and_files_are_the_owner_s_alone_whatever_the_umask(
+    tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `umask 000`, bench/<stamp> was 0777 and its files 0666 (issue 28); the README
+    promises the state folder's modes: 0700 and 0600."""
+    monkeypatch.setenv("FAKE_STREAM", str(STREAMS / "h100x8-sim.jsonl"))
+    state = tmp_path / "state"
+    run = results_dir(state, now=0)
+    old = os.umask(0)
+    try:
+        job = BenchJob(BenchSpec(python=fake_python, gpus=1), run)
+        job.start()
+        outcome = job.wait(30)
+        save(run, outcome.events, judge_outcome(outcome), "8x H100 SXM5 80GB", outcome.problems)
+    finally:
+        os.umask(old)
+    for folder in (state, state / "bench", run):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    files = sorted(run.iterdir())
+    assert [f.name for f in files] == ["results.json", "results.md", "stream.jsonl", "worker.log"]
+    for file in files:
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
+
+
+def judge_outcome(outcome):  # type: ignore[no-untyped-def]
+    from gpuwizard.bench.references import load_references
+    from gpuwizard.bench.results import collect
+    from gpuwizard.bench.verdict import judge
+
+    results = collect(outcome.events).results
+    return judge(
+        device="cuda", gpu_name="H100 SXM5 80GB", results=results, references=load_references()
+    )

@@ -48,7 +48,12 @@ def plan_on(machine: ChrootMachine, request: SetupRequest | None = None) -> Plan
 
 def machine_tools(machine: ChrootMachine) -> Tools:
     return Tools(
-        shim=(sys.executable, "-m", "tests.chroot.shim"),
+        shim=(
+            sys.executable,
+            "-P",
+            "-m",
+            "tests.chroot.shim",
+        ),  # -P: it needs PYTHONPATH (-I drops it)
         env={MACHINE_ENV: str(machine.folder), "PYTHONPATH": str(REPO)},
     )
 

@@ -51,7 +51,7 @@ def test_gpuwizards_own_environment_comes_first(tmp_path: Path, simulated: bool)
 
 def test_on_a_real_machine_the_existing_environments_own_interpreter_runs(tmp_path: Path) -> None:
     argv, said = python_argv(NO_PYTHON, machine(tmp_path, False), facts_of(H200_VM))
-    assert argv == ("/opt/torch/.venv/bin/python3",)
+    assert argv == ("/opt/torch/.venv/bin/python3", "-I")  # isolated: never the caller's folder
     assert said.startswith(
         "/opt/torch/.venv/bin/python3 (torch 2.11.0+cu130 (CUDA 13.0) in /opt/torch/.venv"
     )

@@ -218,6 +218,25 @@ ANSWERS = {
     "env name with ..": (answers_text(request__env_name=".."), "request.env_name"),
     "env name with a slash": (answers_text(request__env_name="a/b"), "request.env_name"),
     "env name with a newline": (answers_text(request__env_name="a\nb"), "request.env_name"),
+    # issue 28: `$` let a final newline through; the last of two keys silently won; Python
+    # cannot read a 4,300-digit integer (a traceback before)
+    "env name with a final newline": (
+        answers_text(request__env_name="pytorch\n"),
+        "request.env_name 'pytorch\\n': use letters",
+    ),
+    "a key given twice": (
+        answers_text() + "schema: 1\n",
+        "the key 'schema' is given twice (line ",
+    ),
+    "a key given twice in a section": (
+        answers_text().replace("  cudnn: false\n", "  cudnn: false\n  cudnn: true\n"),
+        "the key 'cudnn' is given twice",
+    ),
+    "a 5,000-digit number": (
+        answers_text().replace("schema: 3", "schema: " + "9" * 5000),
+        "Exceeds the limit (4300 digits) for integer string conversion",
+    ),
+    "a date Python cannot read": (answers_text() + "when: 2026-13-45\n", "month must be"),
 }
 
 
@@ -240,6 +259,7 @@ FACTS = {
     "a list": ("[1, 2]", "expected a JSON object of facts, got list"),
     "newer schema": ('{"schema": 7}', "facts schema 7 come from a newer gpuwizard"),
     "nested too deeply": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "a 5,000-digit number": ('{"schema": ' + "9" * 5000 + "}", "a number with 5000 digits"),
 }
 
 
@@ -250,6 +270,22 @@ def test_a_bad_facts_file_is_one_line(tmp_path: Path, case: str) -> None:
     path.write_text(text)
     line = refused(gpuwizard(tmp_path, "recommend", "--facts", str(path)))
     assert line.startswith(f"gpuwizard: --facts {path}: ") and message in line
+
+
+def test_a_driver_version_from_nvml_that_is_not_dotted_does_not_stop_recommend(
+    tmp_path: Path,
+) -> None:
+    """NVML's answer as a facts file or a recorded host gives it (issue 28: a traceback): the
+    packages' version is used instead."""
+    facts = gpuwizard(tmp_path, "--simulate", "h200-ubuntu2404-driver570", "detect", "--json")
+    assert '"driver_version": "570.133.20"' in facts.stdout
+    path = tmp_path / "facts.json"
+    path.write_text(
+        facts.stdout.replace('"driver_version": "570.133.20"', '"driver_version": "570.beta"')
+    )
+    done = gpuwizard(tmp_path, "recommend", "--facts", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "keep R570" in done.stdout and "Traceback" not in done.stderr
 
 
 # ------------------------------------------------------------------ values
@@ -280,6 +316,10 @@ VALUES = {
     "env name with a slash": (("--env-name", "a/b"), "--env-name 'a/b': use letters"),
     "env name with a newline": (("--env-name", "a\nb"), "--env-name 'a\\nb': use letters"),
     "env name with escape": (("--env-name", "a\x1b[2Jb"), "--env-name 'a\\x1b[2Jb': use letters"),
+    "env name with a final newline": (
+        ("--env-name", "pytorch\n"),
+        "--env-name 'pytorch\\n': use letters",
+    ),
 }
 
 

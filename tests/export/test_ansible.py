@@ -22,6 +22,7 @@ from gpuwizard.core.ops import Command
 from gpuwizard.core.plan import StepPlan, WriteFile, secrets_in
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.ansible_steps import MARKER_DIR
+from gpuwizard.export.ansible_tasks import HTTPSGET
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.steps import build_plan
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for, tool
@@ -205,42 +206,55 @@ def test_pins_are_the_plans() -> None:
         "nvidia-driver-570-server-open",
         "nvidia-utils-570-server",
     }
-    uv = next(
-        t["ansible.builtin.get_url"]
+    uv = next(get for get in downloads(tasks) if "gpuwizard_pypi" in get["argv"][4])
+    assert uv["argv"][6].startswith("d7f459fe"), "the pinned SHA-256, checked by the downloader"
+
+
+def downloads(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The https-only downloader's tasks: python3 -I -c HTTPSGET URL DEST [SHA256]."""
+    return [
+        t["ansible.builtin.command"]
         for t in tasks
-        if "pypi" in str(t.get("ansible.builtin.get_url", {}).get("url", ""))
-    )
-    assert uv["checksum"].startswith("sha256:d7f459fe")
+        if module_of(t) == "ansible.builtin.command"
+        and t["ansible.builtin.command"]["argv"][:3] == ["python3", "-I", "-c"]
+        and "class HttpsOnly" in t["ansible.builtin.command"]["argv"][3]
+    ]
 
 
-def test_keys_come_through_get_url_and_the_pinned_fingerprint_never_apt_key() -> None:
+def test_the_playbook_downloads_over_https_only_never_with_get_url() -> None:
+    """get_url follows a redirect from https to plain http (ansible-core's urls.py); the
+    playbook carries gpuwizard's own downloader, which refuses one (tests/runner/test_httpsget)."""
+    for case, source in CASES.items():
+        text = render_ansible(source())
+        assert "ansible.builtin.get_url" not in text, case
+        for get in downloads(tasks_of(text)):
+            assert get["argv"][3] == HTTPSGET.read_text(encoding="utf-8")
+            assert get["creates"], "a rerun skips a file already in place"
+
+
+def test_keys_come_through_the_downloader_and_the_pinned_fingerprint_never_apt_key() -> None:
     text = render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]())
     assert "apt-key" not in text
     tasks = tasks_of(text)
     get = next(
-        t["ansible.builtin.get_url"]
-        for t in tasks
-        if module_of(t) == "ansible.builtin.get_url"
-        and t["ansible.builtin.get_url"]["url"]
-        == "https://nvidia.github.io/libnvidia-container/gpgkey"
+        get
+        for get in downloads(tasks)
+        if get["argv"][4] == "https://nvidia.github.io/libnvidia-container/gpgkey"
     )
-    assert get["dest"] == "/var/cache/gpuwizard/nvidia-container-toolkit-keyring.gpg.download"
+    staged = "/var/cache/gpuwizard/nvidia-container-toolkit-keyring.gpg.download"
+    assert get["argv"][5:] == [staged], "no SHA-256: the key check follows"
     check = next(
         t["ansible.builtin.command"]
         for t in tasks
         if module_of(t) == "ansible.builtin.command"
         and "C95B321B61E88C1809C4F759DDCAE044F796ECB0" in t["ansible.builtin.command"]["argv"]
     )
-    assert check["argv"][:2] == ["python3", "-c"] and "def checked_key" in check["argv"][2]
-    assert check["argv"][3:] == [
-        get["dest"],
-        "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
-        "--dearmor",
-    ]
+    assert check["argv"][:3] == ["python3", "-I", "-c"] and "def checked_key" in check["argv"][3]
+    assert check["argv"][4:] == [staged, "C95B321B61E88C1809C4F759DDCAE044F796ECB0", "--dearmor"]
     assert check["creates"] == "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
     copied = [t["ansible.builtin.copy"] for t in tasks if module_of(t) == "ansible.builtin.copy"]
     assert {
-        "src": get["dest"],
+        "src": staged,
         "dest": "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
         "remote_src": True,
         "mode": "0644",
@@ -266,10 +280,8 @@ def test_rocky_uses_dnf_and_repo_files() -> None:
     tasks = tasks_of(render_ansible(source_for("l40sx4-rocky9-fresh")))
     dnf = [t["ansible.builtin.dnf"]["name"] for t in tasks if module_of(t) == "ansible.builtin.dnf"]
     assert ["nvidia-open"] in dnf and ["python3.12"] in dnf
-    key = next(
-        t["ansible.builtin.get_url"] for t in tasks if module_of(t) == "ansible.builtin.get_url"
-    )
-    assert key["url"].endswith("/rhel9/x86_64/D42D0685.pub")
+    key = next(get for get in downloads(tasks) if get["argv"][4].endswith(".pub"))
+    assert key["argv"][4].endswith("/rhel9/x86_64/D42D0685.pub")
     repo = next(
         t["ansible.builtin.copy"]
         for t in tasks

@@ -36,7 +36,7 @@ from gpuwizard.core.ops import (
 from gpuwizard.core.plan import SecretRef, StepPlan, Target, WriteFile
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportError, ExportSource
-from gpuwizard.runner.keycheck import checked_key, dearmor
+from gpuwizard.runner.keycheck import armor, checked_key, dearmor
 from tests.export.conftest import ALL_OPTIONS, PROFILES, check_golden, mok_source, source_for
 from tests.export.deploy_harness import Deploy, source_with
 
@@ -354,6 +354,8 @@ def test_a_pinned_pypi_wheel_is_found_in_the_index_checked_and_its_member_extrac
 
 KEY = Path(__file__).parents[1] / "runner" / "keys" / "nvidia-docker-gpgkey.asc"
 NVIDIA_OPEN_SOURCE = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
+KEY_B = KEY.with_name("test-key-b.asc")
+"""A second key (made for these tests, public part only): 8F3DB4AB...9FB2AD1A."""
 
 
 def test_a_key_is_checked_against_its_pinned_fingerprint_and_dearmored_as_the_runner_does(tmp_path):
@@ -371,22 +373,77 @@ def test_a_key_is_checked_against_its_pinned_fingerprint_and_dearmored_as_the_ru
     assert machine.path("/usr/share/k.gpg").read_bytes() == checked_key(armored, NVIDIA_OPEN_SOURCE)
 
 
-@pytest.mark.parametrize("trouble", ["another fingerprint", "a second key appended"])
-def test_a_key_that_is_not_exactly_the_pinned_one_is_refused_and_removed(tmp_path, trouble):
+@pytest.mark.parametrize(
+    "trouble",
+    ["another fingerprint", "a second key appended", "a second armoured block", "no key"],
+)
+@pytest.mark.parametrize("dearmor_it", [True, False], ids=["apt", "dnf"])
+def test_a_key_that_is_not_exactly_the_pinned_one_is_refused_and_removed(
+    tmp_path, trouble, dearmor_it
+):
+    """Key A then key B in one file passed the check for A and was installed whole (issue 28)."""
     machine = Deploy(tmp_path)
     binary = dearmor(KEY.read_bytes())
-    served = binary + binary if trouble == "a second key appended" else binary
-    pinned = NVIDIA_OPEN_SOURCE if trouble == "a second key appended" else "A" * 40
+    served = {
+        "another fingerprint": binary,
+        "a second key appended": binary + dearmor(KEY_B.read_bytes()),
+        "a second armoured block": KEY.read_bytes() + KEY_B.read_bytes(),
+        "no key": b"<html>moved</html>",
+    }[trouble]
+    pinned = "A" * 40 if trouble == "another fingerprint" else NVIDIA_OPEN_SOURCE
     machine.serve("https://example.com/gpgkey", served)
     machine.write_script(
         source_with(
-            [fetch_step("https://example.com/gpgkey", "/usr/share/keyrings/k.gpg", Fingerprint(pinned), dearmor=True)]
+            [fetch_step("https://example.com/gpgkey", "/usr/share/keyrings/k.gpg", Fingerprint(pinned), dearmor=dearmor_it)]
         )
     )  # fmt: skip
     result = machine.run()
     assert result.code == 1
-    assert "is not the key gpuwizard pins; it was deleted and not used" in result.output
+    assert "is not exactly one key, the one gpuwizard pins; it was deleted" in result.output
     assert not list(machine.path("/usr/share/keyrings").iterdir())
+
+
+@pytest.mark.parametrize("dearmor_it", [True, False], ids=["apt", "dnf"])
+def test_a_key_is_installed_alone_never_as_it_was_downloaded(tmp_path, dearmor_it):
+    """Whatever the server adds around the key (headers, a comment) is not installed: the
+    checked packets are, binary for apt's signed-by, freshly armoured for dnf's gpgkey."""
+    machine = Deploy(tmp_path)
+    served = KEY.read_bytes().replace(b"\n\n", b"\nComment: served with extras\n\n", 1)
+    machine.serve("https://example.com/gpgkey", served)
+    check = Fingerprint(NVIDIA_OPEN_SOURCE)
+    machine.write_script(
+        source_with([fetch_step("https://example.com/gpgkey", "/etc/k", check, dearmor=dearmor_it, armor=not dearmor_it)])
+    )  # fmt: skip
+    result = machine.run()
+    assert result.code == 0, result.output
+    keyring = checked_key(served, NVIDIA_OPEN_SOURCE)
+    assert machine.path("/etc/k").read_bytes() == (keyring if dearmor_it else armor(keyring))
+    assert b"served with extras" not in machine.path("/etc/k").read_bytes()
+
+
+def test_an_unconfirmed_key_for_apt_is_still_one_key_and_stored_binary(tmp_path):
+    """Debian 13's and Ubuntu 26.04's CUDA keys have no confirmed fingerprint (UNCONFIRMED):
+    deploy.sh stored them armoured as .gpg, which apt's signed-by cannot read (issue 28)."""
+    machine = Deploy(tmp_path)
+    machine.serve("https://example.com/8793F200.pub", KEY.read_bytes())
+    machine.serve("https://example.com/two.pub", KEY.read_bytes() + KEY_B.read_bytes())
+    machine.write_script(
+        source_with([fetch_step("https://example.com/8793F200.pub", "/usr/share/keyrings/cuda.gpg", NoPin(), dearmor=True)])
+    )  # fmt: skip
+    result = machine.run()
+    assert result.code == 0, result.output
+    assert "has no pinned checksum in gpuwizard's data (UNCONFIRMED)" in result.output
+    assert machine.path("/usr/share/keyrings/cuda.gpg").read_bytes() == dearmor(KEY.read_bytes())
+
+    two = Deploy(tmp_path / "two")
+    two.serve("https://example.com/two.pub", KEY.read_bytes() + KEY_B.read_bytes())
+    two.write_script(
+        source_with([fetch_step("https://example.com/two.pub", "/usr/share/keyrings/cuda.gpg", NoPin(), dearmor=True)])
+    )  # fmt: skip
+    refused = two.run()
+    assert refused.code == 1
+    assert "is not exactly one key; it was deleted and not used" in refused.output
+    assert not two.path("/usr/share/keyrings/cuda.gpg").exists()
 
 
 # ---------------------------------------------------------------------------------- secrets

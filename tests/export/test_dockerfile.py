@@ -216,7 +216,7 @@ def test_torch_comes_pinned_from_the_plans_index_without_a_pip_cache() -> None:
     runs = [i for i in instructions(render_dockerfile(source)) if "torch==" in i]
     assert len(runs) == 1
     assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url "
+        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --no-cache-dir --index-url "
         "https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1"
     ) in runs[0]
     assert "pip install --no-cache-dir --quiet --force-reinstall pip==26.3" in runs[0]
@@ -231,11 +231,11 @@ def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_
     hashes = f"{wheels}.hashes.txt"
     assert f"> {hashes}" in run
     assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -m pip download --quiet --no-deps --only-binary=:all: "
+        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip download --quiet --no-deps --only-binary=:all: "
         f"--require-hashes --index-url https://pypi.org/simple --dest {wheels} -r {hashes}"
     ) in run
     assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -m pip install --no-cache-dir --index-url https://pypi.org/simple "
+        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --no-cache-dir --index-url https://pypi.org/simple "
         f"{wheels}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl "
         f"{wheels}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl"
     ) in run
@@ -255,7 +255,7 @@ def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_
         ),
         pytest.param(
             "l40sx4-rocky9-fresh",
-            "dnf -y -q install python3.12 \\\n    && /usr/bin/python3.12 -m venv --clear",
+            "dnf -y -q install python3.12 \\\n    && /usr/bin/python3.12 -I -m venv --clear",
             id="Rocky's python3.12",
         ),
         pytest.param(
@@ -284,10 +284,11 @@ def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start()
     found = instructions(render_dockerfile(source_for("t4-debian12-fresh")))
     assert "USER 10001:10001" in found and "WORKDIR /workspace" in found
     cmd = json.loads(found[-1].removeprefix("CMD "))
-    assert cmd[:2] == ["/opt/gpuwizard/envs/pytorch/bin/python", "-c"]
-    compile(cmd[2], "<CMD>", "exec")
-    assert "torch.cuda.is_available()" in cmd[2] and "device_count()" in cmd[2]
-    assert "torch.__version__" in cmd[2]
+    # -I: the working folder (a mounted /workspace) is never searched for modules
+    assert cmd[:3] == ["/opt/gpuwizard/envs/pytorch/bin/python", "-I", "-c"]
+    compile(cmd[3], "<CMD>", "exec")
+    assert "torch.cuda.is_available()" in cmd[3] and "device_count()" in cmd[3]
+    assert "torch.__version__" in cmd[3]
 
 
 def test_host_notes_say_what_the_host_needs() -> None:
@@ -428,7 +429,7 @@ def test_hostile_values_stay_exact_and_the_dockerfile_still_passes_hadolint(
         assert python == f"{env_path}/bin/python"
     pip = next(i for i in found if "torch==" in i)
     python = shell_word(env_path + "/bin/python")
-    assert f"{python} -m pip install --no-cache-dir --index-url " in pip
+    assert f"{python} -I -m pip install --no-cache-dir --index-url " in pip
     env_line = next((i for i in found if i.startswith("ENV VIRTUAL_ENV=")), None)
     if "\\" in env_path:  # hadolint cannot parse an escaped backslash in ENV: left out
         assert env_line is None

@@ -5,6 +5,7 @@ agree on every recorded host."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import subprocess
 from pathlib import Path
@@ -20,11 +21,14 @@ from gpuwizard.export.hostcheck import (
     FIELDS,
     IDENTITY_SH,
     HostIdentity,
+    fact_word,
     host_differences,
     identity,
     in_words,
     same_for,
 )
+from gpuwizard.machine.detect import detect_host
+from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.pathshims import make_pathshims, run_script
 from gpuwizard.sim.sandbox import create, place_for
 from tests.conftest import facts_of
@@ -170,3 +174,50 @@ def test_every_export_names_the_machine_as_the_host_check_does(profile: str) -> 
     names = identity(facts).gpu_names
     assert made_on(facts).gpu == names
     assert in_words(facts).startswith(f"{names}, ")
+
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"
+HOSTILE_VERSION = f"22.04{OSC52}\u202e"
+
+
+def test_a_hostile_os_release_reaches_neither_the_script_nor_its_refusal(tmp_path: Path) -> None:
+    """VERSION_ID with an OSC 52 clipboard write: deploy.sh recorded it as GW_MADE_OS and its
+    host check printed it to root's terminal (issue 28). Both sides now read each byte outside
+    [A-Za-z0-9._-] as "?", so they still agree, and nothing acts on a terminal."""
+    made_on = place_for(H100, tmp_path / "made")
+    sandbox = create(made_on)
+    release = sandbox.root / "etc/os-release"
+    release.write_text(
+        release.read_text().replace('VERSION_ID="22.04"', f'VERSION_ID="{HOSTILE_VERSION}"')
+    )
+    read = subprocess.run(
+        ["bash", "-c", f"gw_root={shlex.quote(str(sandbox.root))}\n{IDENTITY_SH}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    facts = detect_host(sandbox_host(sandbox))
+    assert facts.os is not None and facts.os.version_id == HOSTILE_VERSION
+    made = identity(facts)
+    assert read.stdout.splitlines()[1] == made.os == "ubuntu 22.04??52?c?cm0gLXJmIH4?????"
+    source = dataclasses.replace(source_for(H100), facts=facts)
+    script = render_bash(source, test_build=True)
+    assert "\x1b" not in script and "\u202e" not in script
+
+    path = tmp_path / "deploy.sh"
+    path.write_text(script)
+    target = create(place_for(T4, tmp_path / "home"))
+    run = run_script(path, target, make_pathshims(tmp_path / "bin"))
+    assert run.code == 1
+    assert "OS: made for ubuntu 22.04??52?c?cm0gLXJmIH4?????, this host has debian 12" in run.output
+    assert "\x1b" not in run.output and "\x07" not in run.output
+
+
+def test_the_facts_read_on_the_target_are_cleaned_as_gpuwizard_records_them(tmp_path: Path) -> None:
+    root = sandbox_root(tmp_path, T4)
+    (root / "etc/os-release").write_text(f"ID=debian\nVERSION_ID='12{OSC52}'\n")
+    read = subprocess.run(
+        ["bash", "-c", f"gw_root={shlex.quote(str(root))}\n{IDENTITY_SH}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert read.stdout.splitlines()[1] == "debian 12??52?c?cm0gLXJmIH4??"
+    assert fact_word(f"12{OSC52}") == "12??52?c?cm0gLXJmIH4??"
+    assert fact_word("22.04\u202e") == "22.04???", "one ? per byte, as bash reads it under LC_ALL=C"

@@ -70,8 +70,9 @@ def test_the_real_machine_backend(tmp_path: Path) -> None:
     backend = cli.real_backend()
     assert backend.name == socket.gethostname() and not backend.simulated
     assert backend.state_dir == Path(STATE_DIR)
-    assert backend.runner[:6] == (
+    assert backend.runner[:7] == (
         sys.executable,
+        "-I",  # isolated (issue 28): nothing in the folder it was started from is imported
         "-m",
         "gpuwizard.runner",
         "run",
@@ -79,7 +80,7 @@ def test_the_real_machine_backend(tmp_path: Path) -> None:
         STATE_DIR,
     )
     assert backend.host().root == Path("/")
-    assert cli.real_backend(tmp_path).runner[5] == str(tmp_path)
+    assert cli.real_backend(tmp_path).runner[6] == str(tmp_path)
 
 
 def test_the_real_reboot_runs_systemctl_reboot() -> None:

@@ -20,9 +20,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from gpuwizard.runner.fetch import main
-from gpuwizard.runner.keycheck import checked_key, dearmor
+from gpuwizard.runner.keycheck import armor, checked_key, dearmor
 
 KEY = Path(__file__).parent / "keys" / "nvidia-docker-gpgkey.asc"
+KEY_B = KEY.with_name("test-key-b.asc")
+"""A second key (made for these tests, public part only)."""
 NVIDIA_OPEN_SOURCE = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
 BODY = b"#!/bin/sh\necho installer\n"
 
@@ -180,28 +182,70 @@ def test_a_key_with_its_pinned_fingerprint_is_saved_dearmored(server, tmp_path, 
     assert f"key fingerprint {NVIDIA_OPEN_SOURCE} verified" in out
 
 
-def test_an_armored_key_for_dnf_stays_armored(server, tmp_path, capsys):
-    url = server.serve("/gpgkey", KEY.read_bytes())
+@pytest.mark.parametrize("form", [(), ("--armor",)], ids=["--fingerprint alone", "--armor"])
+def test_a_key_for_dnf_is_the_checked_key_alone_freshly_armoured(server, tmp_path, capsys, form):
+    served = KEY.read_bytes().replace(b"\n\n", b"\nComment: added by the server\n\n", 1)
+    url = server.serve("/gpgkey", served)
     dest = tmp_path / "RPM-GPG-KEY-x"
-    assert fetch(capsys, url, str(dest), "--fingerprint", NVIDIA_OPEN_SOURCE)[0] == 0
-    assert dest.read_bytes() == KEY.read_bytes()
+    assert fetch(capsys, url, str(dest), "--fingerprint", NVIDIA_OPEN_SOURCE, *form)[0] == 0
+    assert dest.read_bytes() == armor(dearmor(KEY.read_bytes())) == KEY.read_bytes()
 
 
-@pytest.mark.parametrize("trouble", ["another key", "a second key appended", "not a key at all"])
+@pytest.mark.parametrize(
+    "trouble",
+    [
+        "another key",
+        "a second key appended",
+        "a second armoured block",
+        "text after the block",
+        "not a key at all",
+    ],
+)
+@pytest.mark.parametrize("form", ["--dearmor", "--armor"])
 def test_anything_but_exactly_the_pinned_key_is_refused_and_deleted(
-    server, tmp_path, capsys, trouble
+    server, tmp_path, capsys, trouble, form
 ):
+    """Key A then key B passed the check for A, and without --dearmor the file was installed
+    whole; dnf imports every key in a gpgkey file (issue 28)."""
     binary = dearmor(KEY.read_bytes())
     body = {
         "another key": binary,
-        "a second key appended": binary + binary,
+        "a second key appended": binary + dearmor(KEY_B.read_bytes()),
+        "a second armoured block": KEY.read_bytes() + KEY_B.read_bytes(),
+        "text after the block": KEY.read_bytes() + b"trailing words\n",
         "not a key at all": BODY,
     }[trouble]
     pinned = "A" * 40 if trouble == "another key" else NVIDIA_OPEN_SOURCE
     url = server.serve("/gpgkey", body)
-    code, _, err = fetch(capsys, url, str(tmp_path / "k.gpg"), "--fingerprint", pinned, "--dearmor")
+    code, _, err = fetch(capsys, url, str(tmp_path / "k.gpg"), "--fingerprint", pinned, form)
     assert code == 1, err
     assert list(tmp_path.glob("*k.gpg*")) == []
+
+
+@pytest.mark.parametrize("form", ["--dearmor", "--armor"])
+def test_an_unconfirmed_key_is_fetched_as_one_key_and_stored_alone(server, tmp_path, capsys, form):
+    """Debian 13's and Ubuntu 26.04's plans run --unpinned --dearmor (no fingerprint could be
+    confirmed); it was refused outright, so their add-cuda-repo step always failed (issue 28)."""
+    url = server.serve("/8793F200.pub", KEY.read_bytes())
+    dest = tmp_path / "cuda-archive-keyring.gpg"
+    code, out, err = fetch(capsys, url, str(dest), "--unpinned", form)
+    assert code == 0, err
+    stored = dearmor(KEY.read_bytes())
+    assert dest.read_bytes() == (stored if form == "--dearmor" else armor(stored))
+    assert "one key, kept alone" in out and "UNCONFIRMED" in err
+
+    two = server.serve("/two.pub", KEY.read_bytes() + KEY_B.read_bytes())
+    code, _, err = fetch(capsys, two, str(tmp_path / "two.gpg"), "--unpinned", form)
+    assert code == 1 and "one key per key file" in err
+    assert not (tmp_path / "two.gpg").exists()
+
+
+def test_a_key_form_is_for_keys_only(server, tmp_path, capsys):
+    url = server.serve("/installer.sh", BODY)
+    digest = hashlib.sha256(BODY).hexdigest()
+    code, _, err = fetch(capsys, url, str(tmp_path / "x"), "--sha256", digest, "--armor")
+    assert code == 1 and "are for keys" in err
+    assert not (tmp_path / "x").exists()
 
 
 def test_without_a_pin_nothing_is_fetched_and_unconfirmed_files_warn(server, tmp_path, capsys):

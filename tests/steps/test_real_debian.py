@@ -101,13 +101,13 @@ def test_ubuntu_drivers_keep_their_recommends(table):
 def test_the_system_python_s_venv_package_is_installed_first_where_missing(table):
     _, plan = planned(table, facts_of(T4))
     create = runs(plan, "create-env")
-    assert create[-2][-1] == "python3.11-venv" and create[-1][1:3] == ("-m", "venv")
+    assert create[-2][-1] == "python3.11-venv" and create[-1][1:4] == ("-I", "-m", "venv")
     installed = dataclasses.replace(
         facts_of(T4).installs,
         packages=(*facts_of(T4).installs.packages, Package("python3.11-venv", "3.11.2-6+deb12u9")),
     )
     _, again = planned(table, dataclasses.replace(facts_of(T4), installs=installed))
-    assert [argv[1:3] for argv in runs(again, "create-env")] == [("-m", "venv")]
+    assert [argv[1:4] for argv in runs(again, "create-env")] == [("-I", "-m", "venv")]
 
 
 def test_a_half_made_environment_is_made_again(table):

@@ -42,6 +42,7 @@ from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.modals import SecretScreen
 from gpuwizard.screens.reboot import RebootView
 from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
@@ -129,6 +130,7 @@ SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
     "help": lambda: HelpScreen(HOSTILE, simulated=True),
     "secret": lambda: SecretScreen(HOSTILE),
     "doctor": lambda: DoctorScreen(doctor_report()),
+    "refused": lambda: RefusedView(HOSTILE, can_go_back=True),  # issue 28: shown uncleaned
 }  # fmt: skip
 
 

@@ -63,4 +63,4 @@ def test_the_image_forms_add_their_flag_once() -> None:
         "a",
     )
     pip = ops.PipInstall("/e", ("x==1",)).image_command().argv
-    assert pip[:5] == ("/e/bin/python", "-m", "pip", "install", "--no-cache-dir")
+    assert pip[:6] == ("/e/bin/python", "-I", "-m", "pip", "install", "--no-cache-dir")

@@ -12,6 +12,7 @@ from gpuwizard.core.ops import Download, Fingerprint, NoPin, Sha256
 from gpuwizard.core.pins import UNCONFIRMED, Unpinned, load_pins, pin_for, pip_for, torch_wheels
 from gpuwizard.core.selection import EnvChoice
 from gpuwizard.recommend.table import load_table
+from gpuwizard.runner.fetch import parse
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
 from gpuwizard.steps.base import fetch
 from gpuwizard.steps.create_env import CreateEnv
@@ -68,6 +69,21 @@ def test_every_download_a_step_can_plan_carries_its_pin(step) -> None:  # type: 
     for run in runs:
         arch = getattr(step, "arch", None) if run.url.startswith("pypi:") else None
         check_download(run, arch)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [s for s in every_download_step() if isinstance(s, (AddCudaRepo, InstallDocker, InstallContainerToolkit))],
+    ids=lambda s: f"{s.id}-{getattr(s, 'cuda_repo', '')}{getattr(s, 'family', '')}-{getattr(s, 'repo_arch', '')}",
+)  # fmt: skip
+def test_every_planned_key_is_fetched_as_a_key_with_options_the_downloader_takes(step) -> None:  # type: ignore[no-untyped-def]
+    """Debian 13's and Ubuntu 26.04's --unpinned --dearmor were refused by gpuwizard-fetch, so
+    their add-cuda-repo step could never succeed (issue 28): every key a step fetches is marked
+    a key (stored alone, binary for apt, armoured for dnf) and its options parse."""
+    for run in downloads_of(step.plan(BARE)):
+        assert run.is_key, run.url
+        _, check = parse(list(run.command().argv[1:]))
+        assert check.key == ("binary" if run.dest.startswith("/usr/share/keyrings/") else "armored")
 
 
 @pytest.mark.parametrize("profile", PROFILES)

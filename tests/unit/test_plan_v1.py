@@ -4,6 +4,8 @@ A journal written before operations were typed, of a run in progress or waiting 
 must resume after an upgrade. tests/golden/plans-v1.json holds the runs gpuwizard 735d5b5 (the
 last with schema 1) planned for the cases below; each must be read into exactly the operation
 the steps plan now, and anything that does not render back byte for byte stays a ``Command``.
+One change since is on purpose: every Python gpuwizard starts gets ``-I`` (issue 28), and a
+schema-1 Python command (pip, venv, the verify probe) is read into one that runs isolated.
 """
 
 from __future__ import annotations
@@ -200,8 +202,10 @@ def test_a_command_that_renders_back_exactly_becomes_its_operation() -> None:
     ],
 )
 def test_a_command_no_operation_renders_exactly_stays_that_command(run: RunV1) -> None:
+    """That command, as it was; a Python one isolated (issue 28: -I is the one change)."""
+    python = run.argv[0].endswith("/bin/python")
     assert recognise(run) == Command(
-        run.argv,
+        (run.argv[0], "-I", *run.argv[1:]) if python else run.argv,
         env=run.env,
         answers=run.answers,
         creates=run.creates,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from gpuwizard.bench.files import make_private_dir, private_binary, private_text
 from gpuwizard.bench.protocol import (
     MODES,
     BenchEvent,
@@ -169,7 +170,7 @@ class BenchJob:
 
     # ---------------------------------------------------------------------------- control
     def start(self) -> None:
-        self.results_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.results_dir)
         self.thread.start()
 
     def poll(self) -> list[BenchEvent | str]:
@@ -203,8 +204,8 @@ class BenchJob:
             sampler.start()
         try:
             with (
-                (self.results_dir / "stream.jsonl").open("a", encoding="utf-8") as stream,
-                (self.results_dir / "worker.log").open("ab") as log,
+                private_text(self.results_dir / "stream.jsonl", append=True) as stream,
+                private_binary(self.results_dir / "worker.log", append=True) as log,
             ):
                 for phase in phases(self.spec):
                     if self.cancelling.is_set():
@@ -228,6 +229,7 @@ class BenchJob:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,
+                cwd=self.results_dir,  # gpuwizard's own folder: torchrun's -m never sees the caller's
                 env={**self.env, **dict(phase.env)},
                 start_new_session=True,  # one group: cancel reaches torchrun's workers too
             )

@@ -1,5 +1,5 @@
 """A finished benchmark as the user keeps it: results.json (for export and tools) and results.md
-(to paste into a ticket), written beside the raw stream in the run's folder."""
+(to paste into a ticket), written beside the raw stream in the run's folder (0600 in 0700)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwizard.bench.files import make_private_dir, private_text
 from gpuwizard.bench.protocol import (
     AllReduce,
     BenchEvent,
@@ -171,8 +172,10 @@ def save(
     when = time.time() if when is None else when
     collected = collect(events)
     data = results_json(collected, verdict, gpu, problems, when)
-    directory.mkdir(parents=True, exist_ok=True)
+    make_private_dir(directory)
     json_path, md_path = directory / "results.json", directory / "results.md"
-    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    md_path.write_text(results_markdown(collected, verdict, gpu, problems, when), encoding="utf-8")
+    with private_text(json_path) as out:
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    with private_text(md_path) as out:
+        out.write(results_markdown(collected, verdict, gpu, problems, when))
     return json_path, md_path

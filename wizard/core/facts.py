@@ -482,6 +482,18 @@ class PythonEnv:
     found: the session's python3 and active environment first, then the usual places."""
 
 
+MAX_DIGITS = 40
+"""No fact is a number longer than this (Python refuses to read one of 4,300 digits at all)."""
+
+
+def _bounded_int(text: str) -> int:
+    """A JSON integer of a facts file; a huge one is refused in one line, not a traceback."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise CodecError(f"a number with {digits} digits: no fact is that large")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class HostFacts:
     """Everything gpuwizard knows of a machine, as detection read it (its JSON is the contract)."""
@@ -508,7 +520,7 @@ class HostFacts:
     def from_json(cls, text: str) -> HostFacts:
         """Parse facts JSON; a bare facts object or the ``detect --json`` envelope."""
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_int=_bounded_int)
         except json.JSONDecodeError as error:
             raise CodecError(f"not JSON: {error.msg} at line {error.lineno}") from None
         except RecursionError:  # [[[[...]]]] thousands deep: no facts file nests like that

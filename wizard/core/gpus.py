@@ -178,7 +178,7 @@ def model_from_entry(entry: PciIdEntry) -> GpuModel:
     rule = chip_rule(entry.chip)
     cc = rule.compute_capability if rule else None
     memory = _MEMORY_GIB.get(entry.device_id)
-    if memory is None and (found := re.search(r"(\d+)\s?GB\b", entry.name)):
+    if memory is None and (found := re.search(r"([0-9]{1,6})\s?GB\b", entry.name)):
         memory = int(found.group(1))
     return GpuModel(
         device_id=entry.device_id,
@@ -239,7 +239,7 @@ def _normalise(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
-_PCI_ID = re.compile(r"^(?P<prefix>(?:0x)?10de:|0x)?(?P<id>[0-9a-fA-F]{4})$")
+_PCI_ID = re.compile(r"(?P<prefix>(?:0x)?10de:|0x)?(?P<id>[0-9a-fA-F]{4})")
 
 
 def find_models(query: str) -> tuple[GpuModel, ...]:
@@ -249,7 +249,7 @@ def find_models(query: str) -> tuple[GpuModel, ...]:
     the best match comes first: the exact name, then models with known memory, then the shortest.
     """
     query = query.strip()
-    match = _PCI_ID.match(query)
+    match = _PCI_ID.fullmatch(query)
     if match and (match.group("prefix") or query.isdigit()):
         model = lookup(match.group("id"))
         return (model,) if model and model.kind == "gpu" else ()

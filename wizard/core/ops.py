@@ -5,9 +5,11 @@ A step declares "install these packages", "download this file, checked against t
 runner's executor, deploy.sh, the Dockerfile, the Ansible playbook, the review) matches on the
 type and ends with ``assert_never``, so mypy proves every operation is handled everywhere.
 ``command()`` is the one place an operation becomes a program's argv and environment: the
-executor runs that, deploy.sh writes it, the review shows it. ``Command`` is the explicit open
-fallback, for programs no consumer needs to understand. Pure data: nothing here runs, reads the
-machine or holds a secret (only ``SecretRef`` names, resolved by the runner in memory).
+executor runs that, deploy.sh writes it, the review shows it. Every Python it starts is isolated
+(``-I``): nothing in the current folder, PYTHONPATH or a user's site-packages is imported.
+``Command`` is the explicit open fallback, for programs no consumer needs to understand. Pure
+data: nothing here runs, reads the machine or holds a secret (only ``SecretRef`` names,
+resolved by the runner in memory).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     from typing_extensions import assert_never as assert_never
 
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.paths import PYTHONS_DIR
 
 # Environment for every apt/dpkg call: no debconf questions, keep modified config files, no
@@ -283,7 +286,9 @@ DownloadCheck = Sha256 | Fingerprint | NoPin
 class Download(_Program):
     """Download to a file, atomically, checked against its pin; a mismatch deletes the file and
     fails the step. ``url`` may be ``pypi:NAME==VERSION`` (a wheel, with ``member`` the file
-    taken out of it); ``dearmor`` stores a key in binary form for ``signed-by``."""
+    taken out of it). A repository key (``dearmor`` or ``armor``; any ``Fingerprint``) must be
+    exactly one primary key and is stored alone: binary for apt's ``signed-by`` (``dearmor``),
+    else freshly armoured for dnf's ``gpgkey``; an UNCONFIRMED key is marked by those flags."""
 
     KIND: ClassVar[str] = "download"
     url: str
@@ -291,6 +296,7 @@ class Download(_Program):
     check: DownloadCheck
     member: str | None = None
     dearmor: bool = False
+    armor: bool = False
     timeout_s: float = 1800
     silence_timeout_s: float = 300
 
@@ -306,7 +312,15 @@ class Download(_Program):
             case _:  # pragma: no cover - exhaustive
                 assert_never(self.check)
         member = ("--member", self.member) if self.member is not None else ()
-        return (*check, *member, *(("--dearmor",) if self.dearmor else ()))
+        # --fingerprint alone already means an armoured key; --armor marks an UNCONFIRMED one.
+        armored = self.armor and not isinstance(self.check, Fingerprint)
+        form = ("--dearmor",) if self.dearmor else ("--armor",) if armored else ()
+        return (*check, *member, *form)
+
+    @property
+    def is_key(self) -> bool:
+        """A repository key: checked as one key and stored alone, pinned or not."""
+        return self.dearmor or self.armor or isinstance(self.check, Fingerprint)
 
     def command(self) -> Command:
         return _run((DOWNLOAD_TOOL, self.url, self.dest, *self.options()), self)
@@ -343,7 +357,7 @@ class Reboot(_Program):
 # -------------------------------------------------------------------------- Python environments
 @dataclass(frozen=True)
 class PipInstall(_Program):
-    """``ENV/bin/python -m pip install``: requirements (``name==version``) or wheel files."""
+    """``ENV/bin/python -I -m pip install``: requirements (``name==version``) or wheel files."""
 
     KIND: ClassVar[str] = "pip-install"
     env: str
@@ -367,7 +381,7 @@ class PipInstall(_Program):
         quiet = ("--quiet",) if self.quiet else ()
         force = ("--force-reinstall",) if self.force_reinstall else ()
         index = ("--index-url", self.index_url) if self.index_url is not None else ()
-        pip = (f"{self.env}/bin/python", "-m", "pip", "install")
+        pip = (f"{self.env}/bin/python", ISOLATED, "-m", "pip", "install")
         return (*pip, *first, *quiet, *force, *index, *self.requirements)
 
 
@@ -386,7 +400,7 @@ class PipDownload(_Program):
 
     def command(self) -> Command:
         argv = (
-            f"{self.env}/bin/python", "-m", "pip", "download", "--quiet", "--no-deps",
+            f"{self.env}/bin/python", ISOLATED, "-m", "pip", "download", "--quiet", "--no-deps",
             "--only-binary=:all:", "--require-hashes", "--index-url", self.index_url,
             "--dest", self.dest, "-r", self.requirements_file,
         )  # fmt: skip
@@ -404,7 +418,7 @@ class Venv(_Program):
     silence_timeout_s: float = 600
 
     def command(self) -> Command:
-        return _run((self.python, "-m", "venv", "--clear", self.path), self)
+        return _run((self.python, ISOLATED, "-m", "venv", "--clear", self.path), self)
 
 
 @dataclass(frozen=True)

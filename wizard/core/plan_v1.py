@@ -5,17 +5,22 @@ when gpuwizard was upgraded) must still resume, and export. Each v1 ``Run`` beco
 operation whose ``command()`` is exactly that Run: the same argv, environment, prompts, exit
 codes, limits and lock retry. Whatever does not render back byte for byte stays what it was, a
 ``Command`` with its argv; so reading can only ever fall back to the plain command, never turn
-one into an operation that would run something else. Steps keep their number of actions, so the
-journal's ``next_action`` still points at the same one. Pure: JSON-ready data in and out.
+one into an operation that would run something else. One difference is allowed, on purpose:
+the ``-I`` every Python gpuwizard starts now gets (issue 28): the same module or script runs,
+isolated, whether it is read into an operation (pip, venv) or stays a command (the verify probe).
+Steps keep their number of actions, so the journal's ``next_action`` still points at the same
+one. Pure: JSON-ready data in and out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
     DOWNLOAD_TOOL,
     AptFixBroken,
@@ -104,7 +109,7 @@ def recognise(run: RunV1) -> Program:
         if _renders_as(candidate, run):
             return candidate
     return Command(
-        run.argv,
+        _isolated(run.argv),
         env=run.env,
         answers=run.answers,
         creates=run.creates,
@@ -117,7 +122,7 @@ def recognise(run: RunV1) -> Program:
 def _renders_as(op: Program, run: RunV1) -> bool:
     command = op.command()
     return (
-        command.argv == run.argv
+        _as_schema_1(command.argv) == run.argv
         and dict(command.env) == dict(run.env)
         and dict(command.answers) == dict(run.answers)
         and command.creates == run.creates
@@ -126,6 +131,21 @@ def _renders_as(op: Program, run: RunV1) -> bool:
         and command.ok_codes == run.ok_codes
         and isinstance(op, AptUpdate) == run.retry_on_lock
     )
+
+
+def _isolated(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """A schema-1 ``python -c``/``-m`` command as gpuwizard starts a Python now: with ``-I``."""
+    is_python = re.fullmatch(r"python[0-9.]*", argv[0].rsplit("/", 1)[-1]) is not None
+    if is_python and argv[1:2] in (("-m",), ("-c",)):
+        return (argv[0], ISOLATED, *argv[1:])
+    return argv
+
+
+def _as_schema_1(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv without the isolation flag schema 1 did not write (``python -I -m pip``)."""
+    if argv[1:2] == (ISOLATED,) and argv[2:3] in (("-m",), ("-c",)):
+        return (argv[0], *argv[2:])
+    return argv
 
 
 def _candidates(run: RunV1) -> Iterator[Program]:
@@ -186,7 +206,10 @@ def _download(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
         checks.append(Fingerprint(words.get("--fingerprint", "")))
     member = options[options.index("--member") + 1] if "--member" in options[:-1] else None
     for check in checks:
-        yield Download(url, dest, check, member, "--dearmor" in options, **limits)
+        dearmor = "--dearmor" in options
+        # A key checked by fingerprint and kept armoured (dnf's): what ``armor`` means now.
+        armor = isinstance(check, Fingerprint) and not dearmor
+        yield Download(url, dest, check, member, dearmor, armor, **limits)
 
 
 def _python(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:

@@ -7,7 +7,10 @@ terminal escapes (an OSC 52 clipboard write, an OSC 8 link, a title change, CSI 
 characters hide text). ``clean`` removes all of them, keeping newlines and tabs; ``one_line``
 also folds those into spaces; ``json_text`` writes JSON whose strings keep every character,
 the unsafe ones as ``\\uXXXX`` escapes. ``CleanStream`` cleans whatever is written to a stream.
-Pure text functions, plus a stream adapter that writes only where it is told to.
+A file gpuwizard generates (an export) is data, not terminal text: it is never cleaned, which
+would change what it says (a carriage return hides what came before it); ``first_unsafe`` finds
+the character that makes its writer refuse it instead. Pure text functions, plus a stream
+adapter that writes only where it is told to.
 """
 
 from __future__ import annotations
@@ -72,6 +75,21 @@ def _drop_unsafe(text: str) -> str:
     """Non-ASCII text without its unsafe characters (judged once per distinct character)."""
     unsafe = {ord(c): None for c in set(_NON_ASCII.findall(text)) if _TABLE[ord(c)] is None}
     return text.translate(unsafe) if unsafe else text
+
+
+def first_unsafe(text: str) -> int | None:
+    """The offset of the first character ``clean`` would remove (an escape's ESC, a carriage
+    return, a bidi control...), or None when every character is safe; newline and tab are."""
+    found = ASCII_CONTROL.search(text)
+    first = found.start() if found else None
+    if text.isascii():
+        return first
+    for char in _NON_ASCII.finditer(text):
+        if first is not None and char.start() > first:
+            break
+        if _TABLE[ord(char.group())] is None:
+            return char.start()
+    return first
 
 
 def one_line(text: str) -> str:

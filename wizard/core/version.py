@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
-_DOTTED = re.compile(r"^\d+(\.\d+)*$")
+_DOTTED = re.compile(r"[0-9]{1,18}(\.[0-9]{1,18})*")
+"""ASCII digits only (int() reads "٥" and "²" too), and never so many that int() refuses them."""
 
 
 @total_ordering
@@ -55,13 +56,14 @@ class Version:
 @functools.lru_cache(maxsize=4096)  # the solver compares the same few hundred versions often
 def _parse(text: str) -> Version:
     value = text.strip()
-    if not _DOTTED.match(value):
+    if not _DOTTED.fullmatch(value):
         raise ValueError(f"not a dotted version number: {text!r}")
     return Version(tuple(int(p) for p in value.split(".")), value)
 
 
 def is_version(text: str) -> bool:
-    return bool(_DOTTED.match(text.strip()))
+    """A dotted version number and nothing else: no space or line break around it."""
+    return _DOTTED.fullmatch(text) is not None
 
 
 def at_least(version: str, floor: str) -> bool:
@@ -70,8 +72,8 @@ def at_least(version: str, floor: str) -> bool:
     return have.parts[: len(need.parts)] >= need.parts
 
 
-_CUDA_VARIANT = re.compile(r"cu(\d\d)(\d)")
-_LOCAL_TAG = re.compile(r"\+(cu\d{3})$")
+_CUDA_VARIANT = re.compile(r"cu([0-9][0-9])([0-9])")
+_LOCAL_TAG = re.compile(r"\+(cu[0-9]{3})\Z")
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,16 @@ def variant_cuda(variant: str) -> str:
 
 def kernel_sort_key(release: str) -> tuple[tuple[int, str], ...]:
     """Order kernel releases numerically: 5.15.0-101-generic after 5.15.0-91-generic."""
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+_~]", release))
+    parts = re.split(r"[.\-+_~]", release)
+    return tuple((int(p), "") if _NUMBER.fullmatch(p) else (-1, p) for p in parts)
 
 
-_FLAVOURED_KERNEL = re.compile(r"^\d+\.\d+\.\d+(?:-\d+|\+deb\d+(?:u\d+)?)-([a-z][a-z0-9-]*)$")
+_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+_FLAVOURED_KERNEL = re.compile(
+    r"[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9]+|\+deb[0-9]+(?:u[0-9]+)?)-([a-z][a-z0-9-]*)"
+)
 
 
 def kernel_flavour(release: str) -> str | None:
@@ -123,5 +131,5 @@ def kernel_flavour(release: str) -> str | None:
     "6.1.0-57-cloud-amd64" and "6.12.118+deb13-cloud-amd64" -> "cloud-amd64" (Debian's
     ``linux-headers-cloud-amd64``); "5.15.0-126-generic" -> "generic"; RHEL and WSL kernels -> None.
     """
-    match = _FLAVOURED_KERNEL.match(release)
+    match = _FLAVOURED_KERNEL.fullmatch(release)
     return match.group(1) if match else None

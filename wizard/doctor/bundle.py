@@ -3,8 +3,10 @@ and nothing that identifies the machine or its owner.
 
 It packs the facts, the doctor's report, the kernel log, the journal, every step log, the
 benchmark results and any logs named with --log, each passed through one ``Redactor`` (the same
-value gets the same placeholder in every file). The archive is created 0600. It reads the
-machine only through the Host door and the wizard's state directory, and changes neither.
+value gets the same placeholder in every file). Every file in it is for people, so text from
+outside follows the terminal's rule (``safetext``): text files are cleaned of escapes, control
+and bidi characters, JSON and YAML carry them as escapes. The archive is created 0600. It reads
+the machine only through the Host door and the wizard's state directory, and changes neither.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard import __version__
+from gpuwizard.core.safetext import clean, first_unsafe
 from gpuwizard.doctor.diagnose import Diagnosis
 from gpuwizard.doctor.observed import LogText
 from gpuwizard.doctor.readings import tail_text
@@ -52,7 +55,9 @@ Redacted everywhere: hostnames, serial numbers, UUIDs (boot_id, GPU UUIDs), 32-d
 (machine-id), IPv4 and IPv6 addresses, MAC and InfiniBand addresses and GUIDs, and secrets
 (passwords, tokens, keys, credentials in URLs). Each value has one placeholder (<ip-1>,
 <host-1>, ...) in every file, so the logs still read. JSON and YAML files are redacted value
-by value and stay loadable (YAML comments are dropped). Read the files before you share them.
+by value and stay loadable (YAML comments are dropped). Terminal escapes, control and bidi
+characters are removed from text files (a carriage-return redraw keeps what a terminal would
+show) and escaped in JSON and YAML. Read the files before you share them.
 """
 
 
@@ -102,6 +107,13 @@ def gather(
     return entries, unread
 
 
+def for_people(name: str, text: str) -> str:
+    """The file as the bundle holds it: JSON and YAML that escaped every unsafe character stay
+    as they are (the redactor dumps them so), anything else is cleaned as a terminal shows it."""
+    structured = name.endswith((".json", ".yaml", ".yml"))
+    return text if structured and first_unsafe(text) is None else clean(text)
+
+
 def _add(archive: tarfile.TarFile, name: str, data: bytes, when: float) -> None:
     info = tarfile.TarInfo(f"{TOP}/{name}")
     info.size, info.mtime, info.mode = len(data), int(when), 0o600
@@ -124,7 +136,10 @@ def write_bundle(
     when = time.time() if when is None else when
     redactor = Redactor(_known_values(host, HOSTNAME_FILES), _known_values(host, SERIAL_FILES))
     entries, unread = gather(diagnosis, state_dir, named_logs)
-    redacted = [(redactor.redact(name), redactor.redact_file(name, text)) for name, text in entries]
+    redacted = [
+        (clean(redactor.redact(name)), for_people(name, redactor.redact_file(name, text)))
+        for name, text in entries
+    ]
     manifest = {
         "gpuwizard": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)),

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from gpuwizard.core.torch_envs import cuda_of_local_tag, parse_version_py
 
-_NVCC = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
-_NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+(?:\.\d+)*)"')
-_CUDA_DIR = re.compile(r"/cuda-(\d+\.\d+)(?:/|$)")
+_NVCC = re.compile(r"release ([0-9]+\.[0-9]+), V([0-9]+(?:\.[0-9]+)*)")
+_NVCC_JSON = re.compile(r'"cuda_nvcc"\s*:\s*\{[^}]*"version"\s*:\s*"([0-9]+(?:\.[0-9]+)*)"')
+_CUDA_DIR = re.compile(r"/cuda-([0-9]+\.[0-9]+)(?:/|$)")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ ARCH_PROBE = (
     "print(json.dumps({'torch': torch.__version__, 'arch': (flags() or '').split() if flags else []}))\n"
 )
 """What the doctor runs in an environment's Python: no GPU is needed for the compiled arch list."""
-_ARCH_FLAG = re.compile(r"^(sm|compute)_\d{1,3}[a-z]?$")
+_ARCH_FLAG = re.compile(r"^(sm|compute)_[0-9]{1,3}[a-z]?$")
 
 
 def parse_arch_probe(text: str) -> tuple[str, ...] | None:

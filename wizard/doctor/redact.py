@@ -20,6 +20,8 @@ from typing import Literal
 
 import yaml
 
+from gpuwizard.core.safetext import json_text
+
 Kind = Literal["secret", "host", "serial", "guid", "mac", "uuid", "ip", "id"]
 
 _HEX = "[0-9A-Fa-f]"
@@ -71,9 +73,7 @@ KEY_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
 
 GENERIC_HOSTNAMES = frozenset({"localhost", "localhost.localdomain", "ubuntu", "debian", "rocky"})
 """Image defaults that identify nothing; redacting them would blank every "ubuntu" in a log."""
-_NO_SERIAL = re.compile(
-    r"(?i)^(?:0+|none|n/?a|default|to be filled.*|not specified|system serial.*)$"
-)
+_NO_SERIAL = re.compile(r"(?i)0+|none|n/?a|default|to be filled.*|not specified|system serial.*")
 
 
 class Redactor:
@@ -90,7 +90,7 @@ class Redactor:
         self.known += [
             ("serial", re.compile(rf"(?<![\w-]){re.escape(s.strip())}(?![\w-])"))
             for s in serials
-            if len(s.strip()) >= 4 and " " not in s.strip() and not _NO_SERIAL.match(s.strip())
+            if len(s.strip()) >= 4 and " " not in s.strip() and not _NO_SERIAL.fullmatch(s.strip())
         ]
 
     def placeholder(self, kind: Kind, value: str) -> str:
@@ -158,7 +158,7 @@ class Redactor:
             data = json.loads(text)
         except ValueError:
             return None
-        return json.dumps(self.redact_tree(data), indent=2, ensure_ascii=False) + "\n"
+        return json_text(self.redact_tree(data)) + "\n"  # unsafe characters as \\u escapes
 
     def redact_yaml(self, text: str) -> str | None:
         """The YAML documents redacted value by value (comments are dropped); None when they do
@@ -168,7 +168,8 @@ class Redactor:
         except yaml.YAMLError:
             return None
         redacted = [self.redact_tree(document) for document in documents]
-        dumped: str = yaml.safe_dump_all(redacted, sort_keys=False, allow_unicode=True)
+        # allow_unicode=False: PyYAML would write bidi controls and U+2028 as they are.
+        dumped: str = yaml.safe_dump_all(redacted, sort_keys=False, allow_unicode=False)
         return dumped
 
     def redact_file(self, name: str, text: str) -> str:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 XID_SOURCE = "NVIDIA Xid catalogue (docs.nvidia.com/deploy/xid-errors)"
-_XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+),?(?P<rest>[^\n]*)")
+_XID_LINE = re.compile(
+    r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>[0-9]+),?(?P<rest>[^\n]*)"
+)
 
 
 @dataclass(frozen=True)

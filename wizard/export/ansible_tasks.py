@@ -3,8 +3,10 @@
 Every operation maps to ``ansible.builtin`` tasks by its type (a ``match`` that mypy proves
 exhaustive): apt and dnf installs to ``apt``/``dnf`` (with the runner's lock timeout and dpkg
 options), holds to ``dpkg_selections``, services to ``systemd_service``, the reboot to
-``reboot``, downloads to ``get_url`` with their pinned SHA-256 (keys through ``get_url`` and
-gpuwizard's own key check, which checks the pinned fingerprint and dearmors; never apt-key),
+``reboot``, downloads to gpuwizard's https-only downloader (``runner/httpsget.py``, run with
+``python3 -I``: ``get_url`` follows a redirect to plain http) with their pinned SHA-256 (keys
+through gpuwizard's own key check, which checks the pinned fingerprint and keeps the one key
+alone; never apt-key),
 pinned pip installs to ``pip`` with the index URL and the environment, file writes to ``copy``
 with ``content`` and ``mode``; an operation with no fitting module runs as a ``command`` in argv
 form. A prompt the runner answers becomes ``expect``; its secret is asked once by
@@ -21,8 +23,9 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
     APT_LOCK_TIMEOUT_S,
     AptFixBroken,
@@ -37,6 +40,7 @@ from gpuwizard.core.ops import (
     DnfUpgrade,
     DnfVersionLock,
     Download,
+    DownloadCheck,
     DpkgConfigure,
     Fingerprint,
     MiniforgeInstall,
@@ -56,6 +60,7 @@ from gpuwizard.core.plan import Action, SecretRef, StepPlan, WriteFile, assert_n
 from gpuwizard.export.bash_runtime import KEYCHECK
 from gpuwizard.export.source import ExportError, ExportSource
 from gpuwizard.export.words import check_path, one_line
+from gpuwizard.runner.keycheck import UNPINNED
 
 Task = dict[str, object]
 REBOOT_TIMEOUT_S = 1800
@@ -70,6 +75,8 @@ EXTRACT_MEMBER = (
     "os.replace(dest + '.part', dest)\n"
 )
 """gpuwizard-fetch --member in Ansible: one file out of a checked wheel, with python3."""
+HTTPSGET = Path(__file__).parents[1] / "runner" / "httpsget.py"
+"""gpuwizard's https-only downloader, carried by the playbook as text (as the key check is)."""
 _JINJA = ("{{", "{%", "{#")
 _PYPI = re.compile(r"pypi:([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9._-]*)")
 _ARCH = re.compile(r"[A-Za-z0-9_]+")
@@ -174,25 +181,31 @@ def fetch_tasks(fetch: Download, step_id: str, context: Context) -> list[Task]:
     source: str = text(url)
     if url.startswith("pypi:"):
         tasks, source = pypi_url_tasks(url, context.source.selection.arch, step_id)
-    fingerprint = fetch.check.value if isinstance(fetch.check, Fingerprint) else None
-    staged = fetch.member is not None or fingerprint is not None
+    staged = fetch.member is not None or fetch.is_key
     download = f"{DOWNLOADS_DIR}/{PurePosixPath(dest).name}.download" if staged else dest
-    get: dict[str, object] = {"url": source, "dest": text(download), "mode": "0644"}
-    if isinstance(fetch.check, Sha256):
-        get["checksum"] = text(f"sha256:{fetch.check.value}")
-    # get_url, the key check and the extraction all need the folder; gpuwizard-fetch makes it.
+    # The download, the key check and the extraction all need the folder; gpuwizard-fetch makes it.
     tasks += context.directories(download, dest)
-    tasks.append({"ansible.builtin.get_url": get})
+    tasks.append(download_task(source, download, fetch.check, dest))
     if fetch.member is not None:
-        argv = ["python3", "-c", EXTRACT_MEMBER, download, fetch.member, dest]
+        argv = ["python3", ISOLATED, "-c", EXTRACT_MEMBER, download, fetch.member, dest]
         tasks.append(command_task(argv, dest))
-    if fingerprint is not None:
-        check = ["python3", "-c", KEYCHECK.read_text(encoding="utf-8"), download]
+    if fetch.is_key:  # the checked key alone is installed, never the file as it came
+        fingerprint = fetch.check.value if isinstance(fetch.check, Fingerprint) else UNPINNED
+        check = ["python3", ISOLATED, "-c", KEYCHECK.read_text(encoding="utf-8"), download]
         check += [fingerprint, *(["--dearmor"] if fetch.dearmor else [])]
         tasks.append(command_task(check, dest))
         copy = {"src": text(download), "dest": text(dest), "remote_src": True, "mode": "0644"}
         tasks.append({"ansible.builtin.copy": copy})
     return tasks
+
+
+def download_task(source: str, download: str, check: DownloadCheck, dest: str) -> Task:
+    """gpuwizard's https-only downloader (``runner/httpsget.py``, carried as text) instead of
+    get_url, which follows a redirect from https to plain http; the SHA-256 is checked there."""
+    argv: list[str] = ["python3", ISOLATED, "-c", text(HTTPSGET.read_text(encoding="utf-8"))]
+    argv += [source, text(download)]  # source may be the PyPI lookup's expression: templated
+    argv += [text(check.value)] if isinstance(check, Sha256) else []
+    return {"ansible.builtin.command": {"argv": argv, "creates": text(dest)}}
 
 
 # ------------------------------------------------------------------------- dispatch

@@ -20,7 +20,7 @@ one ``request`` block (schema 2's ``choices`` and ``options``, merged).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,15 +188,41 @@ _QuotingDumper.add_representer(str, _quoted)
 _QuotingDumper.add_representer(dict, _plain_keys)
 
 
+MAX_DEPTH = 16
+"""An answers file nests three deep; the loader stops at this depth (Python's recursion limit
+took a second to reach and unwind, and a deeper file is no answers file)."""
+
+
 class _NoAliases(yaml.SafeLoader):
-    """safe_load without anchors and aliases: an answers file never needs them."""
+    """safe_load without anchors, aliases, a key given twice or deep nesting: an answers file
+    never needs the first two, and with the third the last value would silently win (the
+    journal's reader refuses it too)."""
+
+    depth = 0
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)  # merges (<<) first
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                line = key_node.start_mark.line + 1
+                raise AnswersError(f"the key {key!r} is given twice (line {line}): keep one")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             raise AnswersError("YAML aliases (*name) are not allowed in an answers file")
         if getattr(self.peek_event(), "anchor", None):  # type: ignore[no-untyped-call]
             raise AnswersError("YAML anchors (&name) are not allowed in an answers file")
-        return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:
+            raise AnswersError("not an answers file: nested too deeply")
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def load_answers(text: str) -> Answers:
@@ -207,6 +233,10 @@ def load_answers(text: str) -> Answers:
         data = yaml.load(text, Loader=_NoAliases)  # a SafeLoader: no Python objects
     except RecursionError:
         raise AnswersError("not an answers file: nested too deeply") from None
+    except AnswersError:
+        raise
+    except ValueError as error:  # a 5,000-digit number, a 13th month: Python refuses the value
+        raise AnswersError(f"not an answers file: {str(error).split(';')[0]}") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""

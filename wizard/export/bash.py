@@ -33,7 +33,6 @@ from gpuwizard.core.ops import (
     DnfVersionLock,
     Download,
     DpkgConfigure,
-    Fingerprint,
     MiniforgeInstall,
     PipDownload,
     PipInstall,
@@ -117,11 +116,7 @@ def render_bash(source: ExportSource, *, test_build: bool = False) -> str:
 
 
 def _checks_keys(runnable: Sequence[StepPlan]) -> bool:
-    return any(
-        isinstance(a, Download) and isinstance(a.check, Fingerprint)
-        for step in runnable
-        for a in step.actions
-    )
+    return any(isinstance(a, Download) and a.is_key for step in runnable for a in step.actions)
 
 
 def _made_for_comment(source: ExportSource) -> list[str]:

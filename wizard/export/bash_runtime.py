@@ -17,6 +17,7 @@ way to run commands or skip the root check.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import textwrap
@@ -33,6 +34,13 @@ EXIT_REBOOT = 10
 
 TEMPLATE = r"""
 umask 022  # nothing this script creates is group- or world-writable, whatever called it
+# This script's own file, named absolutely before it leaves the caller's folder (the resume unit
+# copies it); empty when it is read from stdin.
+gw_self=${BASH_SOURCE[0]:-}
+if [[ -n $gw_self && $gw_self != /* ]]; then gw_self=$PWD/$gw_self; fi
+# Never the caller's folder: a program a step starts (python3 -m venv) must not find there what
+# another user put there. Every path below is absolute.
+cd /
 readonly GW_STATE="@ROOT@/var/lib/gpuwizard"
 readonly GW_DOWNLOADS="@ROOT@@DOWNLOADS@"
 readonly GW_MARKERS="$GW_STATE/deploy"
@@ -90,7 +98,7 @@ gw_parse_args() {
 gw_start() {
   gw_parse_args "$@"
   if [[ $EUID -ne 0@NOT_ROOT_IN_TESTS@ ]]; then
-    gw_die "run me as root: sudo bash $0"
+    gw_die "run me as root: sudo bash ${gw_self:-deploy.sh}"
   fi
   if ! compgen -G "$GW_MARKERS/*.done" >/dev/null; then gw_check_host; fi
   mkdir -p -- "$GW_MARKERS"
@@ -342,15 +350,18 @@ gw_folder() {
 # gw_curl ARG...: curl over https only: a redirect that leaves https is refused.
 gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 "$@"; }
 
-# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME] [--dearmor]:
-# what gpuwizard-fetch does: download to a temporary file beside DEST, check it against the pin
-# gpuwizard's data gave (a file's SHA-256; a key's one primary key and its fingerprint, checked by
-# the runner's own key check, which also dearmors), optionally take one file out of a wheel, and
-# only then move it into place; a mismatch deletes the file and fails the step. --unpinned is for
-# a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and a warning.
+# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME]
+#   [--dearmor | --armor]: what gpuwizard-fetch does: download to a temporary file beside DEST,
+# check it against the pin gpuwizard's data gave (a file's SHA-256; a key's one primary key and
+# its fingerprint, checked by the runner's own key check), optionally take one file out of a
+# wheel, and only then move it into place; a mismatch deletes the file and fails the step.
+# --unpinned is for a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and
+# a warning. A key (--dearmor, --armor, or --fingerprint) is kept as the checked key alone, never
+# as downloaded: binary with --dearmor (apt's signed-by), else freshly armoured (dnf's gpgkey);
+# one with no pinned fingerprint must still be exactly one primary key.
 gw_fetch() {
-  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' dearmor=0 part got mode=0644 status=0
-  local -a key=()
+  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' key='' part got mode=0644 status=0
+  local -a check=()
   shift 2
   while (($#)); do
     case $1 in
@@ -358,11 +369,13 @@ gw_fetch() {
       --fingerprint) fingerprint=$2; shift ;;
       --unpinned) unpinned=1 ;;
       --member) member=$2; shift ;;
-      --dearmor) dearmor=1 ;;
+      --dearmor) key=binary ;;
+      --armor) key=armored ;;
       *) gw_die "gw_fetch: unknown option $1" ;;
     esac
     shift
   done
+  if [[ -n $fingerprint && -z $key ]]; then key=armored; fi
   gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
@@ -380,23 +393,24 @@ gw_fetch() {
       rm -f -- "$part"
       gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
-  elif [[ -n $fingerprint ]]; then
-    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
-    key=("$part" "$fingerprint")
-    if ((dearmor)); then key+=(--dearmor); fi
-    if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
-      rm -f -- "$part"
-      gw_die "$url is not the key gpuwizard pins; it was deleted and not used"
-    fi
   elif ((unpinned)); then
     gw_say "deploy.sh: WARNING: $url has no pinned checksum in gpuwizard's data (UNCONFIRMED);" \
       "  it is trusted on HTTPS alone" >&2
-  else
+  elif [[ -z $fingerprint ]]; then
     rm -f -- "$part"
     gw_die "gw_fetch: $url has no pin; refusing to use it"
   fi
+  if [[ -n $key ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
+    check=("$part" "${fingerprint:-UNPINNED}")
+    if [[ $key == binary ]]; then check+=(--dearmor); fi
+    if ! python3 -I -c "$GW_KEYCHECK" "${check[@]}"; then
+      rm -f -- "$part"
+      gw_die "$url is not exactly one key${fingerprint:+, the one gpuwizard pins}; it was deleted and not used"
+    fi
+  fi
   if [[ -n $member ]]; then
-    python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    python3 -I -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
       "$part" "$member" >"$part.member"
     mv -f -- "$part.member" "$part"
     mode=0755
@@ -464,9 +478,9 @@ gw_reboot() {
 gw_install_resume_unit() {
   local flags=''
   if ((gw_reboot_now)); then flags=' --reboot'; fi
-  if [[ ! $0 -ef $GW_INSTALLED_SCRIPT ]]; then
-    [[ -f $0 ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
-    cp -- "$0" "$GW_INSTALLED_SCRIPT.tmp"
+  if [[ ! $gw_self -ef $GW_INSTALLED_SCRIPT ]]; then
+    [[ -n $gw_self && -f $gw_self ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
+    cp -- "$gw_self" "$GW_INSTALLED_SCRIPT.tmp"
     chmod 0700 -- "$GW_INSTALLED_SCRIPT.tmp"
     mv -f -- "$GW_INSTALLED_SCRIPT.tmp" "$GW_INSTALLED_SCRIPT"
   fi
@@ -530,11 +544,26 @@ def runtime(*, test_build: bool = False) -> str:
 
 
 def keycheck_lines() -> list[str]:
-    """``GW_KEYCHECK``: the key check's Python source, for gw_fetch --fingerprint."""
-    source = KEYCHECK.read_text(encoding="utf-8")
+    """``GW_KEYCHECK``: the key check's Python code, for gw_fetch's keys. Its docstrings and
+    comments are left out (``ast.unparse`` of the module without them: the same code), which
+    keeps cloud-init's compressed user-data under EC2's 16 KiB."""
+    source = _code_only(KEYCHECK.read_text(encoding="utf-8"))
     assert "\nGW_PY\n" not in source
     return [
+        "# gpuwizard's key check (runner/keycheck.py), without its docstrings and comments",
         "read -r -d '' GW_KEYCHECK <<'GW_PY' || true",
         *source.rstrip("\n").split("\n"),
         "GW_PY",
     ]
+
+
+def _code_only(source: str) -> str:
+    """``source`` without docstrings or comments."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    node.body = node.body[1:] or [ast.Pass()]
+    return ast.unparse(tree) + "\n"

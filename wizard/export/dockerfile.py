@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gpuwizard.core.facts import Installs, PythonEnv
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
     DOWNLOAD_TOOL,
     AptFixBroken,
@@ -392,7 +393,7 @@ def user_lines(env_path: str) -> list[str]:
         "",
         "# verify-torch in image form: the torch build, its CUDA and every GPU, with a matmul on each;",
         "# it exits non-zero when no GPU is visible. Replace it with your own command as usual.",
-        "CMD " + json.dumps([cmd_python(env_path), "-c", VERIFY_CMD], ensure_ascii=False),
+        "CMD " + json.dumps([cmd_python(env_path), ISOLATED, "-c", VERIFY_CMD], ensure_ascii=False),
     ]
 
 

@@ -2,7 +2,11 @@
 
 ``render(source, name)`` is what the CLI and the Export screen call; an export that cannot be
 made for this plan (cloud-init for a plan that needs a person at the console) raises
-ExportError with the reason.
+ExportError with the reason. A generated file is data for people and shells, written byte for
+byte, never cleaned like terminal text: one holding a control, escape or bidi character (a value
+from the machine's facts or an answers file: a carriage return in a kernel's folder name, an
+OSC 52 in os-release) is refused, naming the file, the line and the character. Text an exporter
+only describes (comments, the machine in words) is cleaned before it enters (``one_line``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from gpuwizard.core.safetext import first_unsafe
 from gpuwizard.export.ansible import render_ansible
 from gpuwizard.export.answers import render_answers
 from gpuwizard.export.bash import render_bash
@@ -77,6 +82,23 @@ def render(source: ExportSource, name: str) -> list[ExportFile]:
     except KeyError:
         raise ExportError(f"unknown format {name!r} (choose from {', '.join(FORMATS)})") from None
     return [
-        ExportFile(file, renderer(source), mode, language)
+        ExportFile(file, checked(file, renderer(source)), mode, language)
         for file, renderer, mode, language in chosen.files
     ]
+
+
+def checked(name: str, content: str) -> str:
+    """The file's text, when no character in it may act on a terminal or hide what follows."""
+    at = first_unsafe(content)
+    if at is None:
+        return content
+    line_number = content.count("\n", 0, at) + 1
+    start = content.rfind("\n", 0, at) + 1
+    end = content.find("\n", at)
+    line = content[start : end if end >= 0 else len(content)]
+    shown = ascii(line[:120])
+    raise ExportError(
+        f"{name} line {line_number} would hold U+{ord(content[at]):04X} (a control, escape or bidi "
+        f"character) in {shown}: a value from this machine's facts or the answers carries it, and "
+        "gpuwizard writes no such character into a file meant for people or shells"
+    )

@@ -9,17 +9,31 @@ loaded there (``/sys/module/nvidia/version``, "none" without one). Running it on
 differs in any of these installs the wrong thing (R580 over a 570 that was not planned for), so
 the exports refuse such a host before changing anything, naming each difference, unless forced.
 Each fact is read the way a shell can read it too, so deploy.sh checks exactly what is recorded.
-Pure.
+Outside the characters os-release allows in an ID (letters, digits, ".", "_", "-"), each byte of
+a fact is "?" on both sides (``fact_word``): a hostile os-release or sysfs cannot put a terminal
+escape into the script or into the message that names a difference. Pure.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.safetext import one_line
 
 NONE = "none"
+_FACT_CHARS = re.compile(r"[A-Za-z0-9._-]")
+
+
+def fact_word(value: str) -> str:
+    """A fact as the host check records and shows it: each byte of a character outside
+    ``[A-Za-z0-9._-]`` becomes "?", as IDENTITY_SH does under LC_ALL=C."""
+    return "".join(
+        c if _FACT_CHARS.fullmatch(c) else "?" * len(c.encode("utf-8", "surrogateescape"))
+        for c in value
+    )
 
 
 @dataclass(frozen=True)
@@ -54,19 +68,23 @@ def gpu_names(facts: HostFacts) -> str:
 
 
 def in_words(facts: HostFacts) -> str:
-    """The machine in one line, for the exports' headers: "8x H100 SXM5 80GB, Ubuntu 22.04"."""
+    """The machine in one line, for the exports' headers: "8x H100 SXM5 80GB, Ubuntu 22.04";
+    cleaned as for a terminal, since os-release and the PCI names are the machine's words."""
     os = facts.os
     system = (os.pretty_name or f"{os.id} {os.version_id}") if os else "unknown OS"
-    return f"{gpu_names(facts)}, {system}"
+    return one_line(f"{gpu_names(facts)}, {system}")
 
 
 def identity(facts: HostFacts) -> HostIdentity:
     version = facts.boot.nvidia_module_version
+    os = facts.os
     return HostIdentity(
         gpus=gpu_ids(facts),
-        os=f"{facts.os.id} {facts.os.version_id or 'unknown'}" if facts.os else "unknown unknown",
-        arch=facts.platform.arch,
-        driver=version.split(".")[0] if version else NONE,
+        os=f"{fact_word(os.id)} {fact_word(os.version_id or 'unknown')}"
+        if os
+        else "unknown unknown",
+        arch=fact_word(facts.platform.arch),
+        driver=fact_word(version.split(".")[0]) if version else NONE,
         gpu_names=gpu_names(facts),
     )
 
@@ -139,7 +157,8 @@ def _newer_point_release(made: str, here: str) -> bool:
     return now[:1] == before[:1] and now >= before
 
 
-IDENTITY_SH = r"""gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
+IDENTITY_SH = r"""LC_ALL=C  # byte by byte: fact_word's "?" for each byte outside [A-Za-z0-9._-]
+gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
 for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
   [[ -r $gw_dev/vendor && -r $gw_dev/class && -r $gw_dev/device ]] || continue
   read -r gw_vendor <"$gw_dev/vendor" || true
@@ -147,6 +166,7 @@ for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
   read -r gw_device <"$gw_dev/device" || true
   [[ $gw_vendor == 0x10de && $gw_class == 0x03* ]] || continue
   gw_count=$((gw_count + 1))
+  gw_device=${gw_device//[^A-Za-z0-9._-]/?}
   gw_ids+="${gw_vendor#0x}:${gw_device#0x}"$'\n'
 done
 if ((gw_count > 0)); then
@@ -158,6 +178,7 @@ gw_os_id=unknown gw_os_version=unknown
 if [[ -r $gw_root/etc/os-release ]]; then
   while IFS='=' read -r gw_key gw_value || [[ -n $gw_key ]]; do
     gw_value=${gw_value#[\"\']} && gw_value=${gw_value%[\"\']}
+    gw_value=${gw_value//[^A-Za-z0-9._-]/?}
     case $gw_key in
       ID) gw_os_id=$gw_value ;;
       VERSION_ID) gw_os_version=$gw_value ;;
@@ -165,11 +186,13 @@ if [[ -r $gw_root/etc/os-release ]]; then
   done <"$gw_root/etc/os-release"
 fi
 printf '%s %s\n' "${gw_os_id,,}" "${gw_os_version:-unknown}"
-uname -m
+gw_arch=$(uname -m)
+printf '%s\n' "${gw_arch//[^A-Za-z0-9._-]/?}"
 gw_driver=none
 if [[ -r $gw_root/sys/module/nvidia/version ]]; then
   read -r gw_driver <"$gw_root/sys/module/nvidia/version" || true
   gw_driver=${gw_driver%%.*}
+  gw_driver=${gw_driver//[^A-Za-z0-9._-]/?}
 fi
 printf '%s\n' "${gw_driver:-none}"
 """

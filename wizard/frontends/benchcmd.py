@@ -20,6 +20,7 @@ from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.recommend.existing import best_torch_env
@@ -56,7 +57,8 @@ def python_argv(
             return machine.python_in(str(path.parent.parent)), args.python
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise BenchUsageError(f"--python {args.python}: not an executable file")
-        return (str(path),), args.python
+        # as Machine.python_in: the current folder is never searched
+        return (str(path), ISOLATED), args.python
     env = built_env(machine.state_dir)
     if machine.host().exists(f"{env}/bin/python"):
         return machine.python_in(env), f"{env}/bin/python (gpuwizard's environment)"
@@ -73,7 +75,7 @@ def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple
         )
     found = best.env
     # The simulated machine runs its stand-in for the environment at that path.
-    argv = machine.python_in(found.path) if machine.simulated else (found.python,)
+    argv = machine.python_in(found.path) if machine.simulated else (found.python, ISOLATED)
     verdict = "" if best.fits else f"; {best.summary}"
     said = (
         f"{found.python} ({found.words()}, found as {found.found_by[0]}{verdict}; "

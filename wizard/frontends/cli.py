@@ -236,6 +236,7 @@ def real_backend(state_dir: Path | None = None) -> Backend:
     """This machine as the runner drives it. Starting a runner needs root; building this does not."""
     import os
 
+    from gpuwizard.core.isolation import own_python
     from gpuwizard.core.paths import STATE_DIR
     from gpuwizard.machine.detect import local_host
     from gpuwizard.runner.control import Backend
@@ -243,8 +244,8 @@ def real_backend(state_dir: Path | None = None) -> Backend:
     state = state_dir or Path(STATE_DIR)
     owner = os.environ.get("SUDO_UID")
     runner = (
-        sys.executable,
-        *("-m", "gpuwizard.runner", "run", "--state", str(state)),
+        *own_python("-m", "gpuwizard.runner"),
+        *("run", "--state", str(state)),
         *(("--owner", owner) if owner else ()),
     )
     return Backend(

@@ -5,7 +5,8 @@ for this machine; else the plan of the choices given as flags (``--driver-branch
 the setup the wizard's runs made here (``gpuwizard.setup.setups``: the last run's plan, or the last
 one that changed the machine); else a fresh plan of the recommendation
 with default choices, said so on stderr. One format without ``-o``
-prints to stdout; otherwise the files are written (atomically) into the output folder.
+goes to stdout, byte for byte as ``-o`` would write it; otherwise the files are written
+(atomically) into the output folder.
 """
 
 from __future__ import annotations
@@ -122,11 +123,10 @@ def run_export(
 
 
 def to_stdout(file: ExportFile) -> None:
-    """The one file on stdout: text as text, compressed bytes as they are, never to a terminal."""
-    if file.data == file.content.encode():
-        sys.stdout.write(file.content)
-        return
-    if sys.stdout.isatty():
+    """The one file on stdout byte for byte: the bytes ``-o`` writes, never through the terminal
+    sanitiser (``CleanStream``), which would change what the file says; compressed bytes never
+    to a terminal."""
+    if file.data != file.content.encode() and sys.stdout.isatty():
         raise ExportUsageError(
             f"{file.name} is gzip-compressed: send it to a file (> {file.name}) or use -o DIR"
         )

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.machine.host import Host
 
 
@@ -34,8 +35,9 @@ class Machine:
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the processes gpuwizard starts there (the runner, the benchmark)."""
     simulated: bool = False
-    python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python",)
-    """argv that runs the Python of the environment at this path (the benchmark runs there)."""
+    python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python", ISOLATED)
+    """argv that runs the Python of the environment at this path (the benchmark runs there),
+    isolated: nothing in the current folder, PYTHONPATH or the user's site-packages is imported."""
 
 
 def user_state_dir() -> Path:

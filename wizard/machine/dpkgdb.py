@@ -30,7 +30,7 @@ STATUS_MAX_BYTES = 64 << 20  # a server with 5000 packages has about 5 MiB
 UNFINISHED = frozenset(
     {"half-installed", "unpacked", "half-configured", "triggers-awaited", "triggers-pending"}
 )
-_JOURNAL = re.compile(r"^\d+$")
+_JOURNAL = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _field(stanza: str, name: str) -> str | None:
 
 def database(status_text: str, update_names: Iterable[str]) -> DpkgDatabase:
     """The database from the status file's text and the names in updates/."""
-    pending = any(_JOURNAL.match(name) for name in update_names)
+    pending = any(_JOURNAL.fullmatch(name) for name in update_names)
     return DpkgDatabase(parse_status(status_text), journal_pending=pending)
 
 

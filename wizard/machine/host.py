@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpuwizard.core.facts import Nvml
+from gpuwizard.core.isolation import SAFE_CWD
 
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMMAND_ENV = {"LC_ALL": "C", "LANG": "C", "PATH": SAFE_PATH}
@@ -87,10 +88,10 @@ class SubprocessRunner:
         try:
             process = subprocess.Popen(
                 list(argv),
-                cwd="/",  # a probe never depends on where the person stands (no ./torch imported)
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                cwd=SAFE_CWD,  # never the caller's folder (a Python probe would import from it)
                 env=command_env(),
             )
         except FileNotFoundError:

@@ -82,7 +82,7 @@ def admits(specifier: str, version: str) -> bool:
     """Whether a requirement's version specifier ("==2.14.0", ">=2.14.0,<2.16") admits a
     plain dotted version. Only the operators torchvision uses are understood."""
     for clause in (c.strip() for c in specifier.split(",") if c.strip()):
-        found = re.fullmatch(r"(==|!=|>=|<=|>|<|~=)\s*([\d.]+)(\.\*)?", clause)
+        found = re.fullmatch(r"(==|!=|>=|<=|>|<|~=)\s*([0-9.]+)(\.\*)?", clause)
         if not found or not is_version(found.group(2)):
             return False
         if not _clause_holds(found.group(1), found.group(2), bool(found.group(3)), version):

@@ -28,8 +28,8 @@ from gpuwizard.recommend.os_support import OsRelease, compiled_data, source_dige
 
 Flavor = Literal["open", "proprietary"]
 
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class CompatTableError(ValueError):
@@ -283,7 +283,9 @@ def _check(condition: bool, where: str, message: str) -> None:
 
 def _check_versions(where: str, *versions: str | None) -> None:
     for version in versions:
-        _check(version is None or bool(_VERSION.match(version)), where, f"bad version {version!r}")
+        _check(
+            version is None or bool(_VERSION.fullmatch(version)), where, f"bad version {version!r}"
+        )
 
 
 def _check_sources(table: CompatTable) -> None:

@@ -89,7 +89,10 @@ def _driver_from_packages(facts: HostFacts) -> str | None:
 def target_from_facts(facts: HostFacts, table: CompatTable) -> Target:
     """The engine's view of detected facts; a derivative OS is named by the base it matches."""
     nvml = facts.boot.nvml
-    version = nvml.driver_version if isinstance(nvml, NvmlOk) else _driver_from_packages(facts)
+    said = nvml.driver_version if isinstance(nvml, NvmlOk) else None
+    # NVML's word when it is a version ("570.133.20"); else (none, or "570.beta" from a facts
+    # file or a recorded host) what the packages say.
+    version = said if said and is_version(said) else _driver_from_packages(facts)
     driver = ExistingDriver(version, _driver_flavor(facts)) if version else None
     newer = [
         k
@@ -129,7 +132,7 @@ def target_from_facts(facts: HostFacts, table: CompatTable) -> Target:
 
 def _numeric(kernel: str) -> str:
     """ "5.15.0-101-generic" -> "5.15.0.101" for ordering."""
-    return ".".join(re.findall(r"\d+", kernel)[:4]) or "0"
+    return ".".join(re.findall(r"[0-9]{1,18}", kernel)[:4]) or "0"
 
 
 def resolve_gpu(query: str) -> GpuModel:
@@ -185,7 +188,7 @@ def resolve_arch(models: Sequence[GpuModel], arch: str | None) -> str:
 
 
 def parse_driver(version: str) -> str:
-    if not re.fullmatch(r"\d{3}(\.\d{1,3}){0,2}", version):
+    if not re.fullmatch(r"[0-9]{3}(\.[0-9]{1,3}){0,2}", version):
         raise BadInput(
             f"--driver {version!r}: expected a driver version like 535.247.01 or a branch like 580"
         )
@@ -193,7 +196,7 @@ def parse_driver(version: str) -> str:
 
 
 def parse_python(version: str) -> str:
-    if not re.fullmatch(r"3\.\d{1,2}", version):
+    if not re.fullmatch(r"3\.[0-9]{1,2}", version):
         raise BadInput(f"--python {version!r}: expected a Python version like 3.10")
     return version
 

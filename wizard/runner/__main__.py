@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     # files they download before running them, are never group- or world-writable.
     os.umask(0o022)
     args = parse(argv)
+    state = args.state.absolute()
+    # Never the caller's folder: what another user planted there must not be found by a tool
+    # this runner starts (a relative path, a Python started without isolation).
+    os.chdir("/")
     host = local_host()
     options = SessionOptions(
         yes=args.yes,
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         reboot_now=args.reboot_now,
         answer=answer_from(args),
     )
-    return run_session(lambda: host, Tools(), args.state, options)
+    return run_session(lambda: host, Tools(), state, options)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.isolation import SAFE_CWD, own_python
 from gpuwizard.core.plan import Plan
 from gpuwizard.core.selection import Selection
 from gpuwizard.machine import Machine
@@ -117,7 +117,7 @@ def prepare_run(state_dir: Path, plan: Plan, selection: Selection, facts: HostFa
 
 
 def runner_command(module: str, state_dir: Path, extra: Sequence[str] = ()) -> list[str]:
-    return [sys.executable, "-m", module, "run", "--state", str(state_dir), *extra]
+    return [*own_python("-m", module), "run", "--state", str(state_dir), *extra]
 
 
 def launch(
@@ -148,6 +148,7 @@ def launch(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # outside the terminal's session: SIGHUP on logout never reaches it
             close_fds=True,
+            cwd=SAFE_CWD,  # never the caller's folder: what is planted there is not imported
             env={**os.environ, **(env or {})},
         )
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from gpuwizard.core.isolation import SAFE_CWD, own_python
 from gpuwizard.core.ops import (
     AptFixBroken,
     Command,
@@ -68,9 +68,7 @@ class Tools:
     """
 
     builtin: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: {
-            "gpuwizard-fetch": (sys.executable, "-m", "gpuwizard.runner.fetch")
-        }
+        default_factory=lambda: {"gpuwizard-fetch": own_python("-m", "gpuwizard.runner.fetch")}
     )
     shim: tuple[str, ...] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -220,6 +218,7 @@ class Executor:
                     argv,
                     env={**self.env, **action.env},
                     log=log,
+                    cwd=SAFE_CWD,
                     on_lines=lambda lines: self._emit(step_id, quota.take(lines)),
                     answers=answers,
                     secrets=self.secrets,

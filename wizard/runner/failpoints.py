@@ -19,8 +19,8 @@ import sys
 import time
 
 ENV = "GPUWIZARD_FAILPOINTS"
-_SLEEP = re.compile(r"^sleep\((\d+)\)$")
-_AT = re.compile(r"^(.+)@(\d+)$")
+_SLEEP = re.compile(r"sleep\(([0-9]{1,9})\)")
+_AT = re.compile(r"(.+)@([0-9]{1,9})")
 _hits: dict[str, int] = {}
 
 
@@ -39,7 +39,7 @@ def failpoint(name: str) -> None:
     if action is None:
         return
     _hits[name] = hit = _hits.get(name, 0) + 1
-    if match := _AT.match(action):
+    if match := _AT.fullmatch(action):
         if int(match.group(2)) != hit:
             return
         action = match.group(1)
@@ -49,5 +49,5 @@ def failpoint(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "raise":
         raise FailpointHit(name)
-    if match := _SLEEP.match(action):
+    if match := _SLEEP.fullmatch(action):
         time.sleep(int(match.group(1)) / 1000)

@@ -1,21 +1,24 @@
 """``gpuwizard-fetch``: download one file safely, for the install steps.
 
-    python -m gpuwizard.runner.fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned)
-                                     [--member NAME] [--dearmor]
+    python -I -m gpuwizard.runner.fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned)
+                                        [--member NAME] [--dearmor | --armor]
 
 Every download is checked against what gpuwizard's data pins (``gpuwizard.core.pins``), never
 against a checksum from the same server: ``--sha256`` for a file, ``--fingerprint`` for a
 repository key (exactly one primary key, that one; ``gpuwizard.runner.keycheck``).
 ``--unpinned`` is for the files pins.yaml marks UNCONFIRMED: it is downloaded over HTTPS alone,
-with a warning. Only ``https://`` is fetched, and a redirect that leaves https is refused. The
+with a warning; an UNCONFIRMED key (``--unpinned`` with ``--dearmor`` or ``--armor``) must still
+be exactly one primary key. Only ``https://`` is fetched, and a redirect that leaves https is refused. The
 file streams into a private temporary file beside DEST (hashed as it arrives) and is moved into
 place only when complete and checked; otherwise it is deleted and the exit status is 1, so
 nothing downstream ever runs a truncated or altered download (no ``curl | sh``). Files for
 gpuwizard's download folder land in a folder only root can enter (0700).
 
 ``pypi:NAME==VERSION`` as URL picks this machine's manylinux wheel from the configured index
-(PEP 691, PIP_INDEX_URL honoured); ``--member`` extracts one file from a wheel; ``--dearmor``
-turns an ASCII-armoured key into the binary keyring apt's ``signed-by`` expects.
+(PEP 691, PIP_INDEX_URL honoured); ``--member`` extracts one file from a wheel. A key is never
+saved as downloaded: the checked key alone is, as the binary keyring apt's ``signed-by``
+expects (``--dearmor``) or in a fresh ASCII armour for dnf's ``gpgkey`` (``--armor``, the
+default for ``--fingerprint``).
 """
 
 from __future__ import annotations
@@ -32,37 +35,20 @@ import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Iterator
-from http.client import HTTPMessage
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.runner.files import make_private_dir
-from gpuwizard.runner.keycheck import KeyRefused, checked_key
+from gpuwizard.runner.httpsget import HttpsOnly
+from gpuwizard.runner.keycheck import KeyRefused, checked_key, stored_form
 
 CHUNK = 1 << 20
 
 
 class FetchError(RuntimeError):
     """Why the download was refused; printed as one line."""
-
-
-class HttpsOnly(urllib.request.HTTPRedirectHandler):
-    """Follows redirects only to https: a downgrade to http (or to file:, ftp:) is refused."""
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: HTTPMessage,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        if urlsplit(newurl).scheme != "https":
-            raise FetchError(f"{req.full_url} redirects to {newurl}, which is not https: refused")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def opener() -> urllib.request.OpenerDirector:
@@ -132,7 +118,7 @@ def staged(destination: Path) -> Iterator[tuple[BinaryIO, Path]]:
         part.unlink(missing_ok=True)
 
 
-def fetch(url: str, destination: Path, check: Check, member: str | None, armored: bool) -> int:
+def fetch(url: str, destination: Path, check: Check, member: str | None) -> int:
     source = resolve_pypi(url) if url.startswith("pypi:") else url
     sys.stdout.write(f"fetching {source}\n")
     with staged(destination) as (handle, part):
@@ -140,17 +126,14 @@ def fetch(url: str, destination: Path, check: Check, member: str | None, armored
         if check.sha256:
             check_sha256(got, check.sha256)
         handle.flush()
-        data = b""
-        if member or check.fingerprint:
+        if member or check.key:
             handle.seek(0)
             data = handle.read()
-        if member:
-            with zipfile.ZipFile(handle) as archive:
-                data = archive.read(member)
-        if check.fingerprint:
-            keyring = checked_key(data, check.fingerprint)
-            data = keyring if armored else data
-        if member or (check.fingerprint and armored):
+            if member:
+                with zipfile.ZipFile(handle) as archive:
+                    data = archive.read(member)
+            if check.key:  # the checked key alone, never the file as it came
+                data = stored_form(checked_key(data, check.fingerprint), check.key == "binary")
             handle.seek(0)
             handle.truncate()
             handle.write(data)
@@ -165,18 +148,26 @@ def fetch(url: str, destination: Path, check: Check, member: str | None, armored
 
 
 class Check:
-    """How the file is checked: its pinned SHA-256, a key's fingerprint, or nothing (UNCONFIRMED)."""
+    """How the file is checked: its pinned SHA-256, a key's fingerprint, or nothing (UNCONFIRMED);
+    and for a key, the form it is stored in ("binary" or "armored", None for other files)."""
 
-    def __init__(self, sha256: str | None, fingerprint: str | None, unpinned: bool) -> None:
+    def __init__(
+        self, sha256: str | None, fingerprint: str | None, unpinned: bool, key: str | None = None
+    ) -> None:
         if [bool(sha256), bool(fingerprint), unpinned].count(True) != 1:
             raise FetchError("give exactly one of --sha256, --fingerprint and --unpinned")
+        if key and sha256:
+            raise FetchError("--dearmor and --armor are for keys, which are not checked by SHA-256")
         self.sha256, self.fingerprint, self.unpinned = sha256, fingerprint, unpinned
+        self.key = key or ("armored" if fingerprint else None)
 
     def said(self) -> str:
         if self.sha256:
             return "SHA-256 verified against gpuwizard's pin"
         if self.fingerprint:
-            return f"key fingerprint {self.fingerprint} verified"
+            return f"key fingerprint {self.fingerprint} verified, the key alone kept"
+        if self.key:
+            return "NOT verified: no pinned fingerprint (UNCONFIRMED); one key, kept alone"
         return "NOT verified: no pinned checksum (UNCONFIRMED)"
 
     @staticmethod
@@ -188,7 +179,9 @@ class Check:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Check]:
+    """The arguments and the check they ask for. Raises FetchError for a combination refused
+    (the simulation's stand-in refuses exactly what this tool refuses)."""
     parser = argparse.ArgumentParser(
         prog="gpuwizard-fetch", description=__doc__.splitlines()[0] if __doc__ else None
     )
@@ -198,13 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fingerprint")
     parser.add_argument("--unpinned", action="store_true")
     parser.add_argument("--member")
-    parser.add_argument("--dearmor", action="store_true")
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument("--dearmor", dest="key", action="store_const", const="binary")
+    form.add_argument("--armor", dest="key", action="store_const", const="armored")
     args = parser.parse_args(argv)
+    return args, Check(args.sha256, args.fingerprint, args.unpinned, args.key)
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        check = Check(args.sha256, args.fingerprint, args.unpinned)
-        if args.dearmor and not args.fingerprint:
-            raise FetchError("--dearmor is for keys, which are checked with --fingerprint")
-        return fetch(args.url, args.destination, check, args.member, args.dearmor)
+        args, check = parse(argv)
+        return fetch(args.url, args.destination, check, args.member)
     except (FetchError, KeyRefused, OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         reason = error.reason if isinstance(error, urllib.error.URLError) else error
         sys.stderr.write(f"gpuwizard-fetch: {reason}\n")

@@ -10,7 +10,9 @@ files of writers that are gone, never one a live process is about to rename into
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,11 +95,56 @@ def remove_stale_temps(directory: Path) -> int:
 
 def write_files(directory: Path, files: Sequence[tuple[str, str | bytes, int]]) -> list[Path]:
     """Write (name, text or bytes, mode) files into a folder, each crash-safe; returns their
-    paths. Text is written in UTF-8."""
+    paths. Text is written in UTF-8.
+
+    The folder, and every folder above it, must be one no other user can change (see
+    ``unsafe_folder``): an export written where another user can swap it is not what ran.
+
+    Raises:
+        PermissionError: such a folder, named in ``strerror``; nothing was written or made.
+        OSError: the folder cannot be made or written.
+    """
+    _refuse_unsafe(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    _refuse_unsafe(directory)  # as made: a link or a folder swapped in meanwhile
     written = []
     for name, content, mode in files:
         data = content if isinstance(content, bytes) else content.encode("utf-8")
         write_atomic(directory / name, data, mode)
         written.append(directory / name)
     return written
+
+
+def unsafe_folder(path: Path, uid: int) -> str | None:
+    """Why another user could change files written into ``path`` (None when no one can).
+
+    ``path`` must be owned by ``uid`` or root and writable by its owner alone; each folder above
+    it owned by ``uid`` or root and not writable by others unless sticky (as /tmp is: nobody
+    may then rename what others own); no link on the way owned by anyone else. Folders not
+    made yet are judged by the nearest one that exists.
+    """
+    path = path.absolute()
+    for folder in (path, *path.parents):
+        try:
+            link = folder.lstat()
+            info = folder.stat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(link.st_mode) and link.st_uid not in (uid, 0):
+            return f"{folder} is a link owned by uid {link.st_uid}, not by you or root"
+        if info.st_uid not in (uid, 0):
+            return f"{folder} is owned by uid {info.st_uid}, not by you or root"
+        shared = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if shared and (folder == path or not info.st_mode & stat.S_ISVTX):
+            return f"{folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _refuse_unsafe(directory: Path) -> None:
+    problem = unsafe_folder(directory, os.geteuid())
+    if problem is not None:
+        raise PermissionError(
+            errno.EPERM,
+            f"{problem}: another user could change what is written there; "
+            "choose a folder only you (or root) can write",
+        )

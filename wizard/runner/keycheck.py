@@ -1,16 +1,22 @@
-"""Check a downloaded repository key against its pinned fingerprint, and dearmor it.
+"""Check a downloaded repository key against its pinned fingerprint; keep that one key alone.
 
-    python3 keycheck.py FILE FINGERPRINT [--dearmor]
+    python3 -I keycheck.py FILE FINGERPRINT|UNPINNED [--dearmor]
 
 A repository key is trusted for every package of its repository, so it is never taken on the
-word of the server it came from: the file must hold exactly one primary public key (a second
-one would be trusted too), and that key's fingerprint (OpenPGP v4: SHA-1, v6: SHA-256 over the
-key packet) must be the one pinned in gpuwizard's data. With ``--dearmor`` the file is replaced
-by the binary keyring apt's ``signed-by`` expects. Exit 1 and one line on stderr otherwise.
+word of the server it came from: the file must be one key and nothing else (exactly one
+ASCII-armoured block, or binary packets, holding exactly one primary public key; anything
+before or after the block is refused, since apt's and dnf's readers would trust a second key
+there), and that key's fingerprint (OpenPGP v4: SHA-1, v6: SHA-256 over the key packet) must be
+the one pinned in gpuwizard's data. ``UNPINNED`` is for the keys gpuwizard's data marks
+UNCONFIRMED: the file must still hold exactly one primary key. Either way the file is then
+replaced by the checked key alone, never kept as downloaded: with ``--dearmor`` the binary
+keyring apt's ``signed-by`` expects, else the same packets in a fresh ASCII armour (dnf's
+``gpgkey``). Exit 1 and one line on stderr otherwise.
 
 The runner's gpuwizard-fetch imports it; exported scripts (deploy.sh, the Ansible playbook) carry
-this very file's text and run it with the target's python3, so it uses the standard library
-only and runs on Python 3.8 (Ubuntu 20.04's). It never fetches anything and never trusts a key.
+this very file's text and run it with the target's python3 (``-I``), so it uses the standard
+library only and runs on Python 3.8 (Ubuntu 20.04's). It never fetches anything and never trusts
+a key.
 """
 
 from __future__ import annotations
@@ -30,13 +36,43 @@ class KeyRefused(ValueError):
     """The file is not exactly the pinned key; the message says why, in one line."""
 
 
+ARMOR_END = "-----END PGP PUBLIC KEY BLOCK-----"
+UNPINNED = "UNPINNED"
+"""In place of a fingerprint: any one primary key (UNCONFIRMED in gpuwizard's data)."""
+
+
 def dearmor(data: bytes) -> bytes:
-    """The binary packets of an ASCII-armoured key (binary data is returned as it is)."""
-    text = data.decode("ascii", "replace")
+    """The binary packets of an ASCII-armoured key (binary data is returned as it is).
+
+    The file must be exactly one armoured block: text before or after it (a second block, a
+    key appended) is refused, and a checksum line must match the data.
+    """
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        text = ""
     if ARMOR_BEGIN not in text:
         return data
-    lines = text[text.index(ARMOR_BEGIN) :].splitlines()[1:]
+    before, _, block = text.partition(ARMOR_BEGIN)
+    body, found_end, after = block.partition(ARMOR_END)
+    if before.strip() or after.strip():
+        raise KeyRefused("the file holds more than one armoured block: one key per key file")
+    if not found_end:
+        raise KeyRefused("the key's ASCII armour has no end line")
+    packets_b64, checksum = _armour_body(body.splitlines()[1:])
+    try:
+        keyring = base64.b64decode(packets_b64, validate=True)
+    except ValueError:
+        raise KeyRefused("the key's ASCII armour is not valid base64") from None
+    if checksum is not None and checksum != base64.b64encode(_crc24(keyring)).decode("ascii"):
+        raise KeyRefused("the key's ASCII armour checksum does not match its data")
+    return keyring
+
+
+def _armour_body(lines: list[str]) -> tuple[str, str | None]:
+    """(the base64 text, the checksum line's value or None) of an armour's lines after BEGIN."""
     body = []
+    checksum = None
     in_headers = True
     for line in lines:
         stripped = line.strip()
@@ -44,13 +80,33 @@ def dearmor(data: bytes) -> bytes:
             in_headers = bool(stripped) and ":" in stripped
             if in_headers or not stripped:
                 continue
-        if stripped.startswith(("-----END", "=")):
-            break
-        body.append(stripped)
-    try:
-        return base64.b64decode("".join(body), validate=True)
-    except ValueError:
-        raise KeyRefused("the key's ASCII armour is not valid base64") from None
+        if checksum is not None and stripped:
+            raise KeyRefused("the key's ASCII armour has text after its checksum")
+        if stripped.startswith("=") and len(stripped) == 5:
+            checksum = stripped[1:]
+        elif stripped:
+            body.append(stripped)
+    return "".join(body), checksum
+
+
+def _crc24(data: bytes) -> bytes:
+    """The OpenPGP armour checksum (RFC 4880 6.1), three bytes."""
+    crc = 0xB704CE
+    for byte in data:
+        crc ^= byte << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= 0x1864CFB
+    return (crc & 0xFFFFFF).to_bytes(3, "big")
+
+
+def armor(keyring: bytes) -> bytes:
+    """A binary keyring in a fresh ASCII armour: no headers, 64 columns, its checksum."""
+    text = base64.b64encode(keyring).decode("ascii")
+    lines = [text[at : at + 64] for at in range(0, len(text), 64)]
+    checksum = base64.b64encode(_crc24(keyring)).decode("ascii")
+    return "\n".join([ARMOR_BEGIN, "", *lines, "=" + checksum, ARMOR_END, ""]).encode("ascii")
 
 
 def _length(data: bytes, at: int, first: int) -> tuple[int, int]:
@@ -111,10 +167,15 @@ def primary_fingerprints(keyring: bytes) -> list[str]:
     return found
 
 
-def checked_key(data: bytes, pinned: str) -> bytes:
-    """The binary keyring, when ``data`` holds exactly the pinned primary key."""
+def checked_key(data: bytes, pinned: str | None) -> bytes:
+    """The binary keyring, when ``data`` is exactly one key: the pinned one (any one if None)."""
     keyring = dearmor(data)
     found = primary_fingerprints(keyring)
+    if pinned is None:
+        if len(found) != 1:
+            shown = ", ".join(found) or "no key"
+            raise KeyRefused(f"the file must hold exactly one key; it holds {shown}")
+        return keyring
     want = pinned.replace(" ", "").upper()
     if found != [want]:
         shown = ", ".join(found) or "no key"
@@ -122,20 +183,24 @@ def checked_key(data: bytes, pinned: str) -> bytes:
     return keyring
 
 
+def stored_form(keyring: bytes, binary: bool) -> bytes:
+    """What is written for a checked key: the binary keyring, or the same packets armoured."""
+    return keyring if binary else armor(keyring)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--dearmor"):
-        sys.stderr.write("usage: keycheck.py FILE FINGERPRINT [--dearmor]\n")
+        sys.stderr.write("usage: keycheck.py FILE FINGERPRINT|UNPINNED [--dearmor]\n")
         return 2
     path, pinned = Path(argv[0]), argv[1]
     try:
-        keyring = checked_key(path.read_bytes(), pinned)
+        keyring = checked_key(path.read_bytes(), None if pinned == UNPINNED else pinned)
     except KeyRefused as error:
         sys.stderr.write(f"{path}: {error}; it was not used\n")
         return 1
-    if len(argv) == 3:
-        dearmored = path.with_name(path.name + ".dearmored")
-        dearmored.write_bytes(keyring)
-        dearmored.replace(path)
+    checked = path.with_name(path.name + ".checked")
+    checked.write_bytes(stored_form(keyring, binary=len(argv) == 3))
+    checked.replace(path)
     return 0
 
 

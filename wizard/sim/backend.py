@@ -3,9 +3,9 @@ the sandbox under the user's state directory."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from gpuwizard.core.isolation import ISOLATED, own_python
 from gpuwizard.runner.control import Backend
 from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.reboot import boot_id_of, kill_runner, reboot
@@ -16,9 +16,7 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
     place = place_for(profile, home)
     sandbox = open_or_create(place, reset)
     runner = (
-        sys.executable,
-        "-m",
-        "gpuwizard.sim.runner",
+        *own_python("-m", "gpuwizard.sim.runner"),
         "run",
         "--profile",
         profile,
@@ -39,5 +37,9 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
         env=sim_env(place),
         reboot=confirmed_reboot,
         simulated=True,
-        python_in=lambda env: (sys.executable, "-m", "gpuwizard.sim.bench_python", "--env", env),
+        # The stand-in gets what the environment's interpreter would: -I first (Machine.python_in).
+        python_in=lambda env: (
+            *own_python("-m", "gpuwizard.sim.bench_python", "--env", env),
+            ISOLATED,
+        ),
     )

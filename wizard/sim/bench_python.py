@@ -1,8 +1,9 @@
 """The simulated machine's target Python, as far as the benchmark needs one.
 
 ``python -m gpuwizard.sim.bench_python --env ENV <argv as for python>`` takes the argv the real
-interpreter would get (``gpu_worker.py ...`` or ``-m torch.distributed.run ... gpu_worker.py
-...``) and writes the event stream the worker would, for the sandbox's GPUs: plausible numbers
+interpreter would get (``-I gpu_worker.py ...`` or ``-I -m torch.distributed.run ...
+gpu_worker.py ...``; without ``-I`` it refuses, as gpuwizard never starts a Python that would
+import from the caller's folder) and writes the event stream the worker would, for the sandbox's GPUs: plausible numbers
 (the best published PyTorch rate for the GPU, a little above, as a tuned run gets), at a pace a
 person can watch. It refuses, like the real one, when torch is not installed in ENV or the
 driver is not loaded. Set GPUWIZARD_SIM_BENCH_PACE=0 for no waiting (tests).
@@ -21,6 +22,7 @@ from pathlib import Path
 from gpuwizard.bench.protocol import MODES, SCHEMA, Mode
 from gpuwizard.bench.references import load_references, mode_class
 from gpuwizard.core.facts import Gpu
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.machine.detect.python_envs import read_interpreters
 from gpuwizard.machine.detect.torch_envs import read_torch_envs
 from gpuwizard.sim import effects
@@ -153,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuwizard.sim.bench_python")
     parser.add_argument("--env", required=True)
     known, rest = parser.parse_known_args(argv)
+    if rest[:1] != [ISOLATED]:  # a real interpreter would search the caller's folder first
+        sys.stderr.write(f"the environment's Python was started without {ISOLATED}\n")
+        return 2
+    rest = rest[1:]
     world = 1
     if rest[:2] == ["-m", "torch.distributed.run"]:
         world = int(next(a.split("=", 1)[1] for a in rest if a.startswith("--nproc-per-node=")))

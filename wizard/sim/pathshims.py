@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox
 
 SHIM_PROGRAM = "gpuwizard-shim"
@@ -58,11 +59,12 @@ def _wrapper(folder: Path, name: str, command: Sequence[str]) -> None:
 def make_pathshims(folder: Path, python: str = sys.executable) -> Path:
     """Fill ``folder`` with the wrappers and links described above; returns it."""
     folder.mkdir(parents=True, exist_ok=True)
-    _wrapper(folder, SHIM_PROGRAM, (python, "-m", "gpuwizard.sim.shim"))
+    # -I: the stand-ins never import from the folder the script was started in
+    _wrapper(folder, SHIM_PROGRAM, (python, ISOLATED, "-m", "gpuwizard.sim.shim"))
     for tool in SCRIPT_TOOLS:
-        _wrapper(folder, tool, (python, "-m", "gpuwizard.sim.script_tools", tool))
+        _wrapper(folder, tool, (python, ISOLATED, "-m", "gpuwizard.sim.script_tools", tool))
     for tool in SHIM_TOOLS:
-        _wrapper(folder, tool, (python, "-m", "gpuwizard.sim.shim", tool))
+        _wrapper(folder, tool, (python, ISOLATED, "-m", "gpuwizard.sim.shim", tool))
     for tool in HARMLESS:
         found = shutil.which(tool, path="/usr/bin:/bin")
         if found is None:

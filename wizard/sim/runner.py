@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from gpuwizard.core.isolation import own_python
 from gpuwizard.runner.executor import Tools
 from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 from gpuwizard.sim.machine import sandbox_host
@@ -19,7 +20,7 @@ from gpuwizard.sim.sandbox import SimPlace, place_for, sim_env
 
 
 def sim_tools(place: SimPlace) -> Tools:
-    return Tools(shim=(sys.executable, "-m", "gpuwizard.sim.shim"), env=sim_env(place))
+    return Tools(shim=own_python("-m", "gpuwizard.sim.shim"), env=sim_env(place))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     add_answer_flags(parser)
     args = parser.parse_args(argv)
     os.umask(0o022)  # as the real runner: the simulated machine gets the same modes
-    place = place_for(args.profile, args.home)
+    place = place_for(args.profile, args.home.absolute() if args.home else None)
+    os.chdir("/")  # as the real runner: nothing is found in the caller's folder
     tools = sim_tools(place)
     return run_session(
         lambda: sandbox_host(place.sandbox),

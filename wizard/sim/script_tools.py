@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from gpuwizard.core.pins import pin_for
+from gpuwizard.runner.keycheck import UNPINNED
 from gpuwizard.sim import shim
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox
 from gpuwizard.steps.install_python import UV_SPEC, UV_VERSION
@@ -108,13 +109,13 @@ def sha256sum(args: list[str]) -> int:
 
 
 def is_member_extraction(args: list[str]) -> bool:
-    """deploy.sh's ``python3 -c '...zipfile...' WHEEL MEMBER``."""
-    return len(args) == 4 and args[0] == "-c" and "zipfile" in args[1]
+    """deploy.sh's ``python3 -I -c '...zipfile...' WHEEL MEMBER``."""
+    return len(args) == 5 and args[:2] == ["-I", "-c"] and "zipfile" in args[2]
 
 
 def is_key_check(args: list[str]) -> bool:
-    """deploy.sh's ``python3 -c "$GW_KEYCHECK" FILE FINGERPRINT [--dearmor]``."""
-    return len(args) in (4, 5) and args[0] == "-c" and "def checked_key" in args[1]
+    """deploy.sh's ``python3 -I -c "$GW_KEYCHECK" FILE FINGERPRINT|UNPINNED [--dearmor]``."""
+    return len(args) in (5, 6) and args[:2] == ["-I", "-c"] and "def checked_key" in args[2]
 
 
 def is_helper(args: list[str]) -> bool:
@@ -124,23 +125,24 @@ def is_helper(args: list[str]) -> bool:
 
 def key_check(args: list[str]) -> int:
     """A simulated key passes when the fingerprint asked for is the one gpuwizard pins for its
-    URL (as sha256sum reports a simulated file's published digest); it stays as downloaded, as
-    the wizard's own simulated download does."""
-    text = Path(args[2]).read_text(encoding="utf-8", errors="replace")
+    URL (as sha256sum reports a simulated file's published digest), or UNPINNED where gpuwizard
+    pins none (UNCONFIRMED); it stays as downloaded, as the wizard's own simulated download does."""
+    file, asked = args[3], args[4]
+    text = Path(file).read_text(encoding="utf-8", errors="replace")
     url = text[len(SIMULATED) :].strip() if text.startswith(SIMULATED) else ""
     try:
-        pinned = pin_for(url).fingerprint if url else None
+        pinned = (pin_for(url).fingerprint or UNPINNED) if url else None
     except LookupError:
         pinned = None
-    if pinned is None or pinned != args[3]:
-        sys.stderr.write(f"{args[2]}: the key is not the pinned one; it was not used\n")
+    if pinned is None or pinned != asked:
+        sys.stderr.write(f"{file}: the key is not the pinned one; it was not used\n")
         return 1
     return 0
 
 
 def extract_member(args: list[str]) -> int:
     """A simulated wheel holds no archive: its one member is its own simulated content."""
-    sys.stdout.buffer.write(Path(args[2]).read_bytes())
+    sys.stdout.buffer.write(Path(args[3]).read_bytes())
     return 0
 
 

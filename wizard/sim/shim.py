@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.sim import effects
 from gpuwizard.sim.sandbox import SIM_ENV, STATE_ENV, Sandbox, SimState
 from gpuwizard.sim.scenario import Rule, matching, parse_scenario, play
@@ -312,7 +313,14 @@ def cloud_init(
 
 def fetch(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, list[str], int]:
     """gpuwizard-fetch: the file arrives as a stand-in; no simulated file has its pinned checksum,
-    so the check is the real tool's (tests/runner), and here only its words are kept."""
+    so the check is the real tool's (tests/runner), and here only its words are kept. Options the
+    real tool refuses are refused here too, with its words."""
+    from gpuwizard.runner.fetch import FetchError, parse
+
+    try:
+        parse(args)
+    except FetchError as error:
+        return state, [f"gpuwizard-fetch: {error}"], 1
     url, destination = args[0], args[1]
     effects.touch(sandbox, destination, f"simulated download of {url}\n")
     if "--member" in args:
@@ -326,6 +334,9 @@ def fetch(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState,
 def python(
     sandbox: Sandbox, state: SimState, args: list[str], program: str
 ) -> tuple[SimState, list[str], int]:
+    if args[:1] != [ISOLATED]:  # the real one would import from the current folder first
+        return state, [f"{program} was started without {ISOLATED}"], 2
+    args = args[1:]
     if args[:2] == ["-m", "venv"]:
         found = re.search(r"python(3\.\d+)", program)
         version = found.group(1) if found else "3.10"

@@ -49,6 +49,7 @@ def local_host() -> Host:
 
 def detect_boot(host: Host, dpkg: DpkgDatabase | None) -> Boot:
     release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
+    release = release if kernel.KERNEL_RELEASE.fullmatch(release) else ""  # "": unknown
     installed, with_headers = kernel.read_kernels(host)
     reboot_required, reboot_pkgs = platform.read_reboot_required(host)
     module_version = host.read_text("/sys/module/nvidia/version")

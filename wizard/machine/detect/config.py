@@ -26,7 +26,7 @@ _BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.MULTILINE)
 # nvidia-current-open.ko, nvidia-tesla-535.ko, nvidia-legacy-390xx.ko (dkms.conf DEST_MODULE_NAME,
 # read from the bookworm packages on 2026-12-03). Never nvidia-modeset, -drm, -uvm or -peermem.
 _NVIDIA_KO = re.compile(
-    r"^nvidia(-(current|tesla-\d+|legacy-[0-9a-z]+))?(-open)?\.ko(\.xz|\.zst|\.gz)?$"
+    r"nvidia(-(current|tesla-[0-9]+|legacy-[0-9a-z]+))?(-open)?\.ko(\.xz|\.zst|\.gz)?"
 )
 # Where the module lands: DKMS (updates/dkms), RPM kmods (extra), Ubuntu's signed prebuilt
 # modules (kernel/nvidia-<branch>srv).
@@ -55,7 +55,7 @@ def read_nvidia_module_kernels(host: Host) -> tuple[str, ...]:
         folders += [
             f"{base}/kernel/{d}" for d in host.listdir(f"{base}/kernel") if d.startswith("nvidia")
         ]
-        if any(_NVIDIA_KO.match(name) for folder in folders for name in host.listdir(folder)):
+        if any(_NVIDIA_KO.fullmatch(name) for folder in folders for name in host.listdir(folder)):
             found.append(kernel)
     return tuple(found)
 

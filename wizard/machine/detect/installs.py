@@ -77,7 +77,7 @@ def read_cuda_toolkits(host: Host) -> tuple[str, ...]:
     versions = (
         name.removeprefix("cuda-")
         for name in host.listdir("/usr/local")
-        if re.fullmatch(r"cuda-\d+\.\d+", name)
+        if re.fullmatch(r"cuda-[0-9]+\.[0-9]+", name)
     )
     return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.split("."))))
 
@@ -98,7 +98,9 @@ def read_conda_cudatoolkit(host: Host, roots: list[str]) -> tuple[str, ...]:
     found = set()
     for root in roots:
         for name in host.listdir(f"{root}/conda-meta"):
-            if match := re.match(r"^cudatoolkit-(\d+\.\d+[\d.]*)-.*\.json$", name):
+            if match := re.fullmatch(
+                r"cudatoolkit-([0-9]+\.[0-9]+[0-9.]*)-[A-Za-z0-9_.+-]*\.json", name
+            ):
                 found.add(match.group(1))
     return tuple(sorted(found))
 

@@ -13,20 +13,23 @@ from gpuwizard.core.version import kernel_sort_key
 from gpuwizard.machine.host import MISSING_TOOL, Host
 
 # Loaded modules worth knowing about; /proc/modules lists a hundred others.
-_INTERESTING_MODULES = re.compile(r"^(nvidia\w*|nouveau|ib_core|mlx5_core|nvidia_peermem)$")
+_INTERESTING_MODULES = re.compile(r"nvidia[A-Za-z0-9_]*|nouveau|ib_core|mlx5_core|nvidia_peermem")
+KERNEL_RELEASE = re.compile(r"[0-9]+\.[0-9]+[A-Za-z0-9._+~-]*")
+"""A kernel release as a folder of /lib/modules names it ("5.15.0-126-generic"): a folder named
+otherwise (a carriage return, a shell word) is no kernel, and never reaches a plan."""
 _EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 
 def parse_proc_modules(text: str) -> tuple[str, ...]:
     names = (line.split(" ", 1)[0] for line in text.splitlines() if line.strip())
-    return tuple(sorted(name for name in names if _INTERESTING_MODULES.match(name)))
+    return tuple(sorted(name for name in names if _INTERESTING_MODULES.fullmatch(name)))
 
 
 def read_kernels(host: Host) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(installed kernel releases, those with headers), both oldest first."""
     installed = tuple(
         sorted(
-            (name for name in host.listdir("/lib/modules") if re.match(r"^\d+\.\d+", name)),
+            (name for name in host.listdir("/lib/modules") if KERNEL_RELEASE.fullmatch(name)),
             key=kernel_sort_key,
         )
     )

@@ -13,14 +13,14 @@ import shlex
 from gpuwizard.core.facts import OsInfo
 from gpuwizard.machine.host import Host
 
-_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(.*)$")
+_LINE = re.compile(r"([A-Z][A-Z0-9_]*)=(.*)")
 
 
 def parse_os_release(text: str) -> OsInfo | None:
     """Parse os-release text; None when it has no ID (an empty or foreign file)."""
     values: dict[str, str] = {}
     for raw in text.splitlines():
-        match = _LINE.match(raw.strip())
+        match = _LINE.fullmatch(raw.strip())
         if not match:
             continue
         key, value = match.groups()

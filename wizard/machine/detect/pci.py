@@ -111,7 +111,7 @@ def parse_pci_ids_nvidia(text: str) -> dict[str, str]:
             inside = True
         elif inside and line and not line.startswith(("\t", "#")):
             break
-        elif inside and (match := re.match(r"^\t([0-9a-f]{4})\s+(.+)$", line)):
+        elif inside and (match := re.fullmatch(r"\t([0-9a-f]{4})\s+(.+)", line)):
             names[match.group(1)] = match.group(2)
     return names
 

@@ -8,18 +8,18 @@ import re
 from gpuwizard.core.facts import BootMark, CloudInitState, Platform
 from gpuwizard.machine.host import MISSING_TOOL, Host
 
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def parse_boot_id(text: str | None) -> str | None:
     """A boot_id only when it reads as a UUID: a failed or partial read is unknown, never "new"."""
     value = (text or "").strip().lower()
-    return value if _UUID.match(value) else None
+    return value if _UUID.fullmatch(value) else None
 
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 PROC_STAT = "/proc/stat"
-_BTIME = re.compile(r"^btime\s+(\d+)\s*$", re.MULTILINE)
+_BTIME = re.compile(r"^btime\s+([0-9]{1,18})\s*$", re.MULTILINE)
 
 
 def parse_btime(text: str | None) -> int | None:

@@ -14,14 +14,14 @@ from gpuwizard.core.paths import ENVS_DIR, MINIFORGE_DIR, PYTHONS_DIR
 from gpuwizard.machine.detect import torch_envs
 from gpuwizard.machine.host import Host
 
-_PYTHON = re.compile(r"^python(3\.\d+)$")
-_DIST_INFO = re.compile(r"^(torch|torchvision|torchaudio)-([^-]+)\.dist-info$")
-_PYVENV_VERSION = re.compile(r"^version(?:_info)?\s*=\s*(\d+\.\d+)", re.MULTILINE)
-_CONDA_PYTHON = re.compile(r"^python-(\d+\.\d+)\.\d+-.*\.json$")
+_PYTHON = re.compile(r"python(3\.[0-9]+)")
+_DIST_INFO = re.compile(r"(torch|torchvision|torchaudio)-([^-\s]+)\.dist-info")
+_PYVENV_VERSION = re.compile(r"^version(?:_info)?\s*=\s*([0-9]{1,3}\.[0-9]{1,3})", re.MULTILINE)
+_CONDA_PYTHON = re.compile(r"python-([0-9]+\.[0-9]+)\.[0-9]+-[A-Za-z0-9_.+-]*\.json")
 
 
 def parse_dist_infos(names: tuple[str, ...]) -> dict[str, str]:
-    return {m.group(1): m.group(2) for name in names if (m := _DIST_INFO.match(name))}
+    return {m.group(1): m.group(2) for name in names if (m := _DIST_INFO.fullmatch(name))}
 
 
 def env_problem(host: Host, path: str, python: str | None, site: tuple[str, ...]) -> str | None:
@@ -55,7 +55,7 @@ def read_env(host: Host, path: str, kind: str) -> Environment | None:
             (
                 m.group(1)
                 for n in host.listdir(f"{path}/conda-meta")
-                if (m := _CONDA_PYTHON.match(n))
+                if (m := _CONDA_PYTHON.fullmatch(n))
             ),
             None,
         )
@@ -84,10 +84,10 @@ def read_interpreters(host: Host) -> list[Interpreter]:
         Interpreter(path=f"{folder}/{name}", version=match.group(1))
         for folder in ("/usr/bin", "/usr/local/bin")
         for name in host.listdir(folder)
-        if (match := _PYTHON.match(name))
+        if (match := _PYTHON.fullmatch(name))
     ]
     for install in host.listdir(PYTHONS_DIR):  # uv's layout: cpython-3.12.8-linux-x86_64-gnu/bin
-        if match := re.match(r"^cpython-(3\.\d+)\.\d+", install):
+        if match := re.fullmatch(r"cpython-(3\.[0-9]+)\.[0-9]+-[A-Za-z0-9_.-]+", install):
             version = match.group(1)
             path = f"{PYTHONS_DIR}/{install}/bin/python{version}"
             if host.exists(path):
@@ -97,7 +97,7 @@ def read_interpreters(host: Host) -> list[Interpreter]:
 
 def read_python(host: Host, conda: str | None) -> PythonEnv:
     target = host.readlink("/usr/bin/python3") or ""
-    system = _PYTHON.match(target.rsplit("/", 1)[-1])
+    system = _PYTHON.fullmatch(target.rsplit("/", 1)[-1])
     interpreters = tuple(read_interpreters(host))
     return PythonEnv(
         environments=read_environments(host),

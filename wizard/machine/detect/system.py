@@ -13,7 +13,7 @@ FREE_SPACE_PATHS = ("/", "/var", "/opt", "/home")
 
 
 def parse_meminfo_mib(text: str) -> int:
-    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
+    match = re.search(r"^MemTotal:\s+([0-9]{1,18})\s+kB", text, re.MULTILINE)
     return int(match.group(1)) // 1024 if match else 0
 
 
@@ -38,7 +38,7 @@ def parse_df(text: str) -> tuple[FreeSpace, ...]:
 _HYPERVISOR_NAME = re.compile(r"^(vd|xvd)[a-z]")
 # ... by where it sits in sysfs (/sys/block/X links to its device): virtio (virtio-scsi too),
 # Hyper-V's VMBus (storvsc), Xen's virtual block devices.
-_HYPERVISOR_PATH = re.compile(r"/virtio\d|/VMBUS:|/vbd-")
+_HYPERVISOR_PATH = re.compile(r"/virtio[0-9]|/VMBUS:|/vbd-")
 # ... by what the device reports: QEMU's emulated disks ("QEMU HARDDISK", vendor "QEMU"),
 # Amazon EBS over NVMe (the model amazon-ec2-utils' ebsnvme-id and udev rules match);
 # VMware's and Hyper-V's ("Msft") vendor names are UNCONFIRMED (seen on such guests, no document).

@@ -43,10 +43,10 @@ CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/miniforge3", "/opt/anacond
 HOME_CONDA = ("miniconda3", "anaconda3", "miniforge3")
 OPT_VENVS = ("", "/.venv", "/venv")
 
-_PYTHON_NAME = re.compile(r"^python(3\.\d{1,2})$")
-_PYVENV_VERSION = re.compile(r"^version(?:_info)?\s*=\s*(\d+\.\d+)", re.MULTILINE)
+_PYTHON_NAME = re.compile(r"^python(3\.[0-9]{1,2})$")
+_PYVENV_VERSION = re.compile(r"^version(?:_info)?\s*=\s*([0-9]+\.[0-9]+)", re.MULTILINE)
 _DIST_INFO = re.compile(r"^(torch|torchvision|torchaudio)-([^-]{1,64})\.(?:dist|egg)-info$")
-_CUDA_VERSION = re.compile(r"\d{1,2}\.\d{1,2}")
+_CUDA_VERSION = re.compile(r"[0-9]{1,2}\.[0-9]{1,2}")
 _PASSWD_HOME = re.compile(r"^([^:\n]*):[^:\n]*:[^:\n]*:[^:\n]*:[^:\n]*:([^:\n]*):", re.MULTILINE)
 
 
@@ -304,7 +304,7 @@ def torch_at(host: Host, place: Place, site: str) -> TorchEnv | None:
 
 
 def _site_version(site: str) -> str | None:
-    found = re.search(r"/python(3\.\d{1,2})/", site)
+    found = re.search(r"/python(3\.[0-9]{1,2})/", site)
     return found.group(1) if found else None
 
 

@@ -41,6 +41,13 @@
 set -Eeuo pipefail
 
 umask 022  # nothing this script creates is group- or world-writable, whatever called it
+# This script's own file, named absolutely before it leaves the caller's folder (the resume unit
+# copies it); empty when it is read from stdin.
+gw_self=${BASH_SOURCE[0]:-}
+if [[ -n $gw_self && $gw_self != /* ]]; then gw_self=$PWD/$gw_self; fi
+# Never the caller's folder: a program a step starts (python3 -m venv) must not find there what
+# another user put there. Every path below is absolute.
+cd /
 readonly GW_STATE="/var/lib/gpuwizard"
 readonly GW_DOWNLOADS="/var/cache/gpuwizard"
 readonly GW_MARKERS="$GW_STATE/deploy"
@@ -98,7 +105,7 @@ gw_parse_args() {
 gw_start() {
   gw_parse_args "$@"
   if [[ $EUID -ne 0 ]]; then
-    gw_die "run me as root: sudo bash $0"
+    gw_die "run me as root: sudo bash ${gw_self:-deploy.sh}"
   fi
   if ! compgen -G "$GW_MARKERS/*.done" >/dev/null; then gw_check_host; fi
   mkdir -p -- "$GW_MARKERS"
@@ -112,6 +119,7 @@ gw_start() {
 gw_host_identity() {
   local gw_root=""
   (
+    LC_ALL=C  # byte by byte: fact_word's "?" for each byte outside [A-Za-z0-9._-]
     gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
     for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
       [[ -r $gw_dev/vendor && -r $gw_dev/class && -r $gw_dev/device ]] || continue
@@ -120,6 +128,7 @@ gw_host_identity() {
       read -r gw_device <"$gw_dev/device" || true
       [[ $gw_vendor == 0x10de && $gw_class == 0x03* ]] || continue
       gw_count=$((gw_count + 1))
+      gw_device=${gw_device//[^A-Za-z0-9._-]/?}
       gw_ids+="${gw_vendor#0x}:${gw_device#0x}"$'\n'
     done
     if ((gw_count > 0)); then
@@ -131,6 +140,7 @@ gw_host_identity() {
     if [[ -r $gw_root/etc/os-release ]]; then
       while IFS='=' read -r gw_key gw_value || [[ -n $gw_key ]]; do
         gw_value=${gw_value#[\"\']} && gw_value=${gw_value%[\"\']}
+        gw_value=${gw_value//[^A-Za-z0-9._-]/?}
         case $gw_key in
           ID) gw_os_id=$gw_value ;;
           VERSION_ID) gw_os_version=$gw_value ;;
@@ -138,11 +148,13 @@ gw_host_identity() {
       done <"$gw_root/etc/os-release"
     fi
     printf '%s %s\n' "${gw_os_id,,}" "${gw_os_version:-unknown}"
-    uname -m
+    gw_arch=$(uname -m)
+    printf '%s\n' "${gw_arch//[^A-Za-z0-9._-]/?}"
     gw_driver=none
     if [[ -r $gw_root/sys/module/nvidia/version ]]; then
       read -r gw_driver <"$gw_root/sys/module/nvidia/version" || true
       gw_driver=${gw_driver%%.*}
+      gw_driver=${gw_driver//[^A-Za-z0-9._-]/?}
     fi
     printf '%s\n' "${gw_driver:-none}"
   )
@@ -382,15 +394,18 @@ gw_folder() {
 # gw_curl ARG...: curl over https only: a redirect that leaves https is refused.
 gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 "$@"; }
 
-# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME] [--dearmor]:
-# what gpuwizard-fetch does: download to a temporary file beside DEST, check it against the pin
-# gpuwizard's data gave (a file's SHA-256; a key's one primary key and its fingerprint, checked by
-# the runner's own key check, which also dearmors), optionally take one file out of a wheel, and
-# only then move it into place; a mismatch deletes the file and fails the step. --unpinned is for
-# a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and a warning.
+# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME]
+#   [--dearmor | --armor]: what gpuwizard-fetch does: download to a temporary file beside DEST,
+# check it against the pin gpuwizard's data gave (a file's SHA-256; a key's one primary key and
+# its fingerprint, checked by the runner's own key check), optionally take one file out of a
+# wheel, and only then move it into place; a mismatch deletes the file and fails the step.
+# --unpinned is for a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and
+# a warning. A key (--dearmor, --armor, or --fingerprint) is kept as the checked key alone, never
+# as downloaded: binary with --dearmor (apt's signed-by), else freshly armoured (dnf's gpgkey);
+# one with no pinned fingerprint must still be exactly one primary key.
 gw_fetch() {
-  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' dearmor=0 part got mode=0644 status=0
-  local -a key=()
+  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' key='' part got mode=0644 status=0
+  local -a check=()
   shift 2
   while (($#)); do
     case $1 in
@@ -398,11 +413,13 @@ gw_fetch() {
       --fingerprint) fingerprint=$2; shift ;;
       --unpinned) unpinned=1 ;;
       --member) member=$2; shift ;;
-      --dearmor) dearmor=1 ;;
+      --dearmor) key=binary ;;
+      --armor) key=armored ;;
       *) gw_die "gw_fetch: unknown option $1" ;;
     esac
     shift
   done
+  if [[ -n $fingerprint && -z $key ]]; then key=armored; fi
   gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
@@ -420,23 +437,24 @@ gw_fetch() {
       rm -f -- "$part"
       gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
-  elif [[ -n $fingerprint ]]; then
-    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
-    key=("$part" "$fingerprint")
-    if ((dearmor)); then key+=(--dearmor); fi
-    if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
-      rm -f -- "$part"
-      gw_die "$url is not the key gpuwizard pins; it was deleted and not used"
-    fi
   elif ((unpinned)); then
     gw_say "deploy.sh: WARNING: $url has no pinned checksum in gpuwizard's data (UNCONFIRMED);" \
       "  it is trusted on HTTPS alone" >&2
-  else
+  elif [[ -z $fingerprint ]]; then
     rm -f -- "$part"
     gw_die "gw_fetch: $url has no pin; refusing to use it"
   fi
+  if [[ -n $key ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
+    check=("$part" "${fingerprint:-UNPINNED}")
+    if [[ $key == binary ]]; then check+=(--dearmor); fi
+    if ! python3 -I -c "$GW_KEYCHECK" "${check[@]}"; then
+      rm -f -- "$part"
+      gw_die "$url is not exactly one key${fingerprint:+, the one gpuwizard pins}; it was deleted and not used"
+    fi
+  fi
   if [[ -n $member ]]; then
-    python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    python3 -I -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
       "$part" "$member" >"$part.member"
     mv -f -- "$part.member" "$part"
     mode=0755
@@ -504,9 +522,9 @@ gw_reboot() {
 gw_install_resume_unit() {
   local flags=''
   if ((gw_reboot_now)); then flags=' --reboot'; fi
-  if [[ ! $0 -ef $GW_INSTALLED_SCRIPT ]]; then
-    [[ -f $0 ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
-    cp -- "$0" "$GW_INSTALLED_SCRIPT.tmp"
+  if [[ ! $gw_self -ef $GW_INSTALLED_SCRIPT ]]; then
+    [[ -n $gw_self && -f $gw_self ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
+    cp -- "$gw_self" "$GW_INSTALLED_SCRIPT.tmp"
     chmod 0700 -- "$GW_INSTALLED_SCRIPT.tmp"
     mv -f -- "$GW_INSTALLED_SCRIPT.tmp" "$GW_INSTALLED_SCRIPT"
   fi
@@ -546,149 +564,162 @@ gw_finish() {
   gw_say "==> done: $1" "${@:2}"
 }
 
+# gpuwizard's key check (runner/keycheck.py), without its docstrings and comments
 read -r -d '' GW_KEYCHECK <<'GW_PY' || true
-"""Check a downloaded repository key against its pinned fingerprint, and dearmor it.
-
-    python3 keycheck.py FILE FINGERPRINT [--dearmor]
-
-A repository key is trusted for every package of its repository, so it is never taken on the
-word of the server it came from: the file must hold exactly one primary public key (a second
-one would be trusted too), and that key's fingerprint (OpenPGP v4: SHA-1, v6: SHA-256 over the
-key packet) must be the one pinned in gpuwizard's data. With ``--dearmor`` the file is replaced
-by the binary keyring apt's ``signed-by`` expects. Exit 1 and one line on stderr otherwise.
-
-The runner's gpuwizard-fetch imports it; exported scripts (deploy.sh, the Ansible playbook) carry
-this very file's text and run it with the target's python3, so it uses the standard library
-only and runs on Python 3.8 (Ubuntu 20.04's). It never fetches anything and never trusts a key.
-"""
-
 from __future__ import annotations
-
 import base64
 import hashlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-
 PUBLIC_KEY = 6
 SECRET_KEY = 5
-ARMOR_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
-
+ARMOR_BEGIN = '-----BEGIN PGP PUBLIC KEY BLOCK-----'
 
 class KeyRefused(ValueError):
-    """The file is not exactly the pinned key; the message says why, in one line."""
-
+    pass
+ARMOR_END = '-----END PGP PUBLIC KEY BLOCK-----'
+UNPINNED = 'UNPINNED'
+"In place of a fingerprint: any one primary key (UNCONFIRMED in gpuwizard's data)."
 
 def dearmor(data: bytes) -> bytes:
-    """The binary packets of an ASCII-armoured key (binary data is returned as it is)."""
-    text = data.decode("ascii", "replace")
+    try:
+        text = data.decode('ascii')
+    except UnicodeDecodeError:
+        text = ''
     if ARMOR_BEGIN not in text:
         return data
-    lines = text[text.index(ARMOR_BEGIN) :].splitlines()[1:]
+    before, _, block = text.partition(ARMOR_BEGIN)
+    body, found_end, after = block.partition(ARMOR_END)
+    if before.strip() or after.strip():
+        raise KeyRefused('the file holds more than one armoured block: one key per key file')
+    if not found_end:
+        raise KeyRefused("the key's ASCII armour has no end line")
+    packets_b64, checksum = _armour_body(body.splitlines()[1:])
+    try:
+        keyring = base64.b64decode(packets_b64, validate=True)
+    except ValueError:
+        raise KeyRefused("the key's ASCII armour is not valid base64") from None
+    if checksum is not None and checksum != base64.b64encode(_crc24(keyring)).decode('ascii'):
+        raise KeyRefused("the key's ASCII armour checksum does not match its data")
+    return keyring
+
+def _armour_body(lines: list[str]) -> tuple[str, str | None]:
     body = []
+    checksum = None
     in_headers = True
     for line in lines:
         stripped = line.strip()
-        if in_headers:  # "Version: ..." headers, then an empty line
-            in_headers = bool(stripped) and ":" in stripped
+        if in_headers:
+            in_headers = bool(stripped) and ':' in stripped
             if in_headers or not stripped:
                 continue
-        if stripped.startswith(("-----END", "=")):
-            break
-        body.append(stripped)
-    try:
-        return base64.b64decode("".join(body), validate=True)
-    except ValueError:
-        raise KeyRefused("the key's ASCII armour is not valid base64") from None
+        if checksum is not None and stripped:
+            raise KeyRefused("the key's ASCII armour has text after its checksum")
+        if stripped.startswith('=') and len(stripped) == 5:
+            checksum = stripped[1:]
+        elif stripped:
+            body.append(stripped)
+    return (''.join(body), checksum)
 
+def _crc24(data: bytes) -> bytes:
+    crc = 11994318
+    for byte in data:
+        crc ^= byte << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 16777216:
+                crc ^= 25578747
+    return (crc & 16777215).to_bytes(3, 'big')
+
+def armor(keyring: bytes) -> bytes:
+    text = base64.b64encode(keyring).decode('ascii')
+    lines = [text[at:at + 64] for at in range(0, len(text), 64)]
+    checksum = base64.b64encode(_crc24(keyring)).decode('ascii')
+    return '\n'.join([ARMOR_BEGIN, '', *lines, '=' + checksum, ARMOR_END, '']).encode('ascii')
 
 def _length(data: bytes, at: int, first: int) -> tuple[int, int]:
-    """A new-format packet length at ``at`` (its first octet is ``first``): (length, next)."""
     if first < 192:
-        return first, at + 1
+        return (first, at + 1)
     if first < 224:
         if at + 1 >= len(data):
-            raise KeyRefused("the key ends inside a packet header")
-        return ((first - 192) << 8) + data[at + 1] + 192, at + 2
+            raise KeyRefused('the key ends inside a packet header')
+        return ((first - 192 << 8) + data[at + 1] + 192, at + 2)
     if first == 255:
-        return int.from_bytes(data[at + 1 : at + 5], "big"), at + 5
-    raise KeyRefused("the key uses partial packet lengths, which no key packet may")
-
+        return (int.from_bytes(data[at + 1:at + 5], 'big'), at + 5)
+    raise KeyRefused('the key uses partial packet lengths, which no key packet may')
 
 def packets(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(tag, body) of each OpenPGP packet; KeyRefused on anything malformed."""
     at = 0
     while at < len(data):
         header = data[at]
-        if not header & 0x80:
-            raise KeyRefused("the file is not an OpenPGP key")
-        if header & 0x40:  # new format
-            tag = header & 0x3F
+        if not header & 128:
+            raise KeyRefused('the file is not an OpenPGP key')
+        if header & 64:
+            tag = header & 63
             if at + 1 >= len(data):
-                raise KeyRefused("the key ends inside a packet header")
+                raise KeyRefused('the key ends inside a packet header')
             size, at = _length(data, at + 1, data[at + 1])
-        else:  # old format
-            tag, kind = (header >> 2) & 0x0F, header & 0x03
+        else:
+            tag, kind = (header >> 2 & 15, header & 3)
             if kind == 3:
-                raise KeyRefused("the key has a packet of indeterminate length")
+                raise KeyRefused('the key has a packet of indeterminate length')
             width = 1 << kind
-            size, at = int.from_bytes(data[at + 1 : at + 1 + width], "big"), at + 1 + width
+            size, at = (int.from_bytes(data[at + 1:at + 1 + width], 'big'), at + 1 + width)
         if at + size > len(data):
-            raise KeyRefused("the key is truncated")
-        yield tag, data[at : at + size]
+            raise KeyRefused('the key is truncated')
+        yield (tag, data[at:at + size])
         at += size
 
-
 def fingerprint(body: bytes) -> str:
-    """The fingerprint of a public key packet's body, upper-case hex."""
     version = body[:1]
-    if version == b"\x04":  # v4 fingerprints are SHA-1 by definition (RFC 4880 12.2)
-        return hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest().upper()
-    if version == b"\x06":
-        return hashlib.sha256(b"\x9b" + len(body).to_bytes(4, "big") + body).hexdigest().upper()
+    if version == b'\x04':
+        return hashlib.sha1(b'\x99' + len(body).to_bytes(2, 'big') + body).hexdigest().upper()
+    if version == b'\x06':
+        return hashlib.sha256(b'\x9b' + len(body).to_bytes(4, 'big') + body).hexdigest().upper()
     raise KeyRefused(f"the key has OpenPGP version {body[:1].hex() or 'none'}, not 4 or 6")
 
-
 def primary_fingerprints(keyring: bytes) -> list[str]:
-    """The fingerprints of every primary key in a binary keyring."""
     found = []
     for tag, body in packets(keyring):
         if tag == SECRET_KEY:
-            raise KeyRefused("the file holds a secret key")
+            raise KeyRefused('the file holds a secret key')
         if tag == PUBLIC_KEY:
             found.append(fingerprint(body))
     return found
 
-
-def checked_key(data: bytes, pinned: str) -> bytes:
-    """The binary keyring, when ``data`` holds exactly the pinned primary key."""
+def checked_key(data: bytes, pinned: str | None) -> bytes:
     keyring = dearmor(data)
     found = primary_fingerprints(keyring)
-    want = pinned.replace(" ", "").upper()
+    if pinned is None:
+        if len(found) != 1:
+            shown = ', '.join(found) or 'no key'
+            raise KeyRefused(f'the file must hold exactly one key; it holds {shown}')
+        return keyring
+    want = pinned.replace(' ', '').upper()
     if found != [want]:
-        shown = ", ".join(found) or "no key"
-        raise KeyRefused(f"the key is not the pinned one: expected {want}, the file holds {shown}")
+        shown = ', '.join(found) or 'no key'
+        raise KeyRefused(f'the key is not the pinned one: expected {want}, the file holds {shown}')
     return keyring
 
+def stored_form(keyring: bytes, binary: bool) -> bytes:
+    return keyring if binary else armor(keyring)
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--dearmor"):
-        sys.stderr.write("usage: keycheck.py FILE FINGERPRINT [--dearmor]\n")
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != '--dearmor'):
+        sys.stderr.write('usage: keycheck.py FILE FINGERPRINT|UNPINNED [--dearmor]\n')
         return 2
-    path, pinned = Path(argv[0]), argv[1]
+    path, pinned = (Path(argv[0]), argv[1])
     try:
-        keyring = checked_key(path.read_bytes(), pinned)
+        keyring = checked_key(path.read_bytes(), None if pinned == UNPINNED else pinned)
     except KeyRefused as error:
-        sys.stderr.write(f"{path}: {error}; it was not used\n")
+        sys.stderr.write(f'{path}: {error}; it was not used\n')
         return 1
-    if len(argv) == 3:
-        dearmored = path.with_name(path.name + ".dearmored")
-        dearmored.write_bytes(keyring)
-        dearmored.replace(path)
+    checked = path.with_name(path.name + '.checked')
+    checked.write_bytes(stored_form(keyring, binary=len(argv) == 3))
+    checked.replace(path)
     return 0
-
-
-if __name__ == "__main__":
+if __name__ == '__main__':
     sys.exit(main(sys.argv[1:]))
 GW_PY
 
@@ -835,7 +866,7 @@ if gw_begin 9 create-env 'Create the Python environment /opt/gpuwizard/envs/pyto
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install python3.12-venv
-  gw_run -- /usr/bin/python3.12 -m venv --clear /opt/gpuwizard/envs/pytorch
+  gw_run -- /usr/bin/python3.12 -I -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
 
@@ -843,7 +874,7 @@ fi
 # torch 2.14.1 with torchvision 0.29.1 from PyPI (its default build, the wheels checked against the
 # SHA-256 gpuwizard pins): the build with kernels for these GPUs that the driver runs.
 if gw_begin 10 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --quiet --force-reinstall \
       pip==26.3
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
 # torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
@@ -902,10 +933,10 @@ torchvision==0.29.1 \
     --hash=sha256:22d992ada5a3717fd2f3e08b1f41ed984f3a7f498fd92f32618c26649592c700 \
     --hash=sha256:8ce8d1baa17da6d681ae35128148624287dcf3ea947116ec07520f860828f4ff
 GPUWIZARD_EOF
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip download --quiet --no-deps \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip download --quiet --no-deps \
       --only-binary=:all: --require-hashes --index-url https://pypi.org/simple --dest \
       /var/cache/gpuwizard/torch-2.14.1-cu130 -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --index-url \
       https://pypi.org/simple \
       /var/cache/gpuwizard/torch-2.14.1-cu130/torch-2.14.1-cp312-cp312-manylinux_2_28_x86_64.whl \
       /var/cache/gpuwizard/torch-2.14.1-cu130/torchvision-0.29.1-cp312-cp312-manylinux_2_28_x86_64.whl
@@ -917,7 +948,7 @@ fi
 # and has kernels in this build, a matmul and an AMP training step run on each, and torchvision's
 # compiled ops load. A failure names its cause.
 if gw_begin 11 verify-torch 'Verify PyTorch on every GPU'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -c \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -c \
       '"""Verify PyTorch in the environment it runs in; write a JSON report; exit 1 on any problem.
 
 Standalone: the target environment has torch and torchvision but not gpuwizard, so this file

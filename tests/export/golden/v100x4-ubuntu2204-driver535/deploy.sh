@@ -29,6 +29,13 @@
 set -Eeuo pipefail
 
 umask 022  # nothing this script creates is group- or world-writable, whatever called it
+# This script's own file, named absolutely before it leaves the caller's folder (the resume unit
+# copies it); empty when it is read from stdin.
+gw_self=${BASH_SOURCE[0]:-}
+if [[ -n $gw_self && $gw_self != /* ]]; then gw_self=$PWD/$gw_self; fi
+# Never the caller's folder: a program a step starts (python3 -m venv) must not find there what
+# another user put there. Every path below is absolute.
+cd /
 readonly GW_STATE="/var/lib/gpuwizard"
 readonly GW_DOWNLOADS="/var/cache/gpuwizard"
 readonly GW_MARKERS="$GW_STATE/deploy"
@@ -86,7 +93,7 @@ gw_parse_args() {
 gw_start() {
   gw_parse_args "$@"
   if [[ $EUID -ne 0 ]]; then
-    gw_die "run me as root: sudo bash $0"
+    gw_die "run me as root: sudo bash ${gw_self:-deploy.sh}"
   fi
   if ! compgen -G "$GW_MARKERS/*.done" >/dev/null; then gw_check_host; fi
   mkdir -p -- "$GW_MARKERS"
@@ -100,6 +107,7 @@ gw_start() {
 gw_host_identity() {
   local gw_root=""
   (
+    LC_ALL=C  # byte by byte: fact_word's "?" for each byte outside [A-Za-z0-9._-]
     gw_count=0 gw_ids='' gw_vendor='' gw_class='' gw_device=''
     for gw_dev in "$gw_root"/sys/bus/pci/devices/*; do
       [[ -r $gw_dev/vendor && -r $gw_dev/class && -r $gw_dev/device ]] || continue
@@ -108,6 +116,7 @@ gw_host_identity() {
       read -r gw_device <"$gw_dev/device" || true
       [[ $gw_vendor == 0x10de && $gw_class == 0x03* ]] || continue
       gw_count=$((gw_count + 1))
+      gw_device=${gw_device//[^A-Za-z0-9._-]/?}
       gw_ids+="${gw_vendor#0x}:${gw_device#0x}"$'\n'
     done
     if ((gw_count > 0)); then
@@ -119,6 +128,7 @@ gw_host_identity() {
     if [[ -r $gw_root/etc/os-release ]]; then
       while IFS='=' read -r gw_key gw_value || [[ -n $gw_key ]]; do
         gw_value=${gw_value#[\"\']} && gw_value=${gw_value%[\"\']}
+        gw_value=${gw_value//[^A-Za-z0-9._-]/?}
         case $gw_key in
           ID) gw_os_id=$gw_value ;;
           VERSION_ID) gw_os_version=$gw_value ;;
@@ -126,11 +136,13 @@ gw_host_identity() {
       done <"$gw_root/etc/os-release"
     fi
     printf '%s %s\n' "${gw_os_id,,}" "${gw_os_version:-unknown}"
-    uname -m
+    gw_arch=$(uname -m)
+    printf '%s\n' "${gw_arch//[^A-Za-z0-9._-]/?}"
     gw_driver=none
     if [[ -r $gw_root/sys/module/nvidia/version ]]; then
       read -r gw_driver <"$gw_root/sys/module/nvidia/version" || true
       gw_driver=${gw_driver%%.*}
+      gw_driver=${gw_driver//[^A-Za-z0-9._-]/?}
     fi
     printf '%s\n' "${gw_driver:-none}"
   )
@@ -370,15 +382,18 @@ gw_folder() {
 # gw_curl ARG...: curl over https only: a redirect that leaves https is refused.
 gw_curl() { curl -fsSL --proto '=https' --proto-redir '=https' --retry 3 "$@"; }
 
-# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME] [--dearmor]:
-# what gpuwizard-fetch does: download to a temporary file beside DEST, check it against the pin
-# gpuwizard's data gave (a file's SHA-256; a key's one primary key and its fingerprint, checked by
-# the runner's own key check, which also dearmors), optionally take one file out of a wheel, and
-# only then move it into place; a mismatch deletes the file and fails the step. --unpinned is for
-# a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and a warning.
+# gw_fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned) [--member NAME]
+#   [--dearmor | --armor]: what gpuwizard-fetch does: download to a temporary file beside DEST,
+# check it against the pin gpuwizard's data gave (a file's SHA-256; a key's one primary key and
+# its fingerprint, checked by the runner's own key check), optionally take one file out of a
+# wheel, and only then move it into place; a mismatch deletes the file and fails the step.
+# --unpinned is for a file gpuwizard has no confirmed checksum of (UNCONFIRMED): HTTPS alone, and
+# a warning. A key (--dearmor, --armor, or --fingerprint) is kept as the checked key alone, never
+# as downloaded: binary with --dearmor (apt's signed-by), else freshly armoured (dnf's gpgkey);
+# one with no pinned fingerprint must still be exactly one primary key.
 gw_fetch() {
-  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' dearmor=0 part got mode=0644 status=0
-  local -a key=()
+  local url=$1 dest=$2 sha256='' fingerprint='' unpinned=0 member='' key='' part got mode=0644 status=0
+  local -a check=()
   shift 2
   while (($#)); do
     case $1 in
@@ -386,11 +401,13 @@ gw_fetch() {
       --fingerprint) fingerprint=$2; shift ;;
       --unpinned) unpinned=1 ;;
       --member) member=$2; shift ;;
-      --dearmor) dearmor=1 ;;
+      --dearmor) key=binary ;;
+      --armor) key=armored ;;
       *) gw_die "gw_fetch: unknown option $1" ;;
     esac
     shift
   done
+  if [[ -n $fingerprint && -z $key ]]; then key=armored; fi
   gw_need_curl
   if [[ $url == pypi:* ]]; then url=$(gw_pypi_wheel "${url#pypi:}"); fi
   gw_say "    fetching $url"
@@ -408,23 +425,24 @@ gw_fetch() {
       rm -f -- "$part"
       gw_die "SHA-256 mismatch for $url: got $got, pinned $sha256; the file was deleted and not used"
     fi
-  elif [[ -n $fingerprint ]]; then
-    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
-    key=("$part" "$fingerprint")
-    if ((dearmor)); then key+=(--dearmor); fi
-    if ! python3 -c "$GW_KEYCHECK" "${key[@]}"; then
-      rm -f -- "$part"
-      gw_die "$url is not the key gpuwizard pins; it was deleted and not used"
-    fi
   elif ((unpinned)); then
     gw_say "deploy.sh: WARNING: $url has no pinned checksum in gpuwizard's data (UNCONFIRMED);" \
       "  it is trusted on HTTPS alone" >&2
-  else
+  elif [[ -z $fingerprint ]]; then
     rm -f -- "$part"
     gw_die "gw_fetch: $url has no pin; refusing to use it"
   fi
+  if [[ -n $key ]]; then
+    command -v python3 >/dev/null || gw_die "python3 is needed to check the key from $url: install it first"
+    check=("$part" "${fingerprint:-UNPINNED}")
+    if [[ $key == binary ]]; then check+=(--dearmor); fi
+    if ! python3 -I -c "$GW_KEYCHECK" "${check[@]}"; then
+      rm -f -- "$part"
+      gw_die "$url is not exactly one key${fingerprint:+, the one gpuwizard pins}; it was deleted and not used"
+    fi
+  fi
   if [[ -n $member ]]; then
-    python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    python3 -I -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
       "$part" "$member" >"$part.member"
     mv -f -- "$part.member" "$part"
     mode=0755
@@ -492,9 +510,9 @@ gw_reboot() {
 gw_install_resume_unit() {
   local flags=''
   if ((gw_reboot_now)); then flags=' --reboot'; fi
-  if [[ ! $0 -ef $GW_INSTALLED_SCRIPT ]]; then
-    [[ -f $0 ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
-    cp -- "$0" "$GW_INSTALLED_SCRIPT.tmp"
+  if [[ ! $gw_self -ef $GW_INSTALLED_SCRIPT ]]; then
+    [[ -n $gw_self && -f $gw_self ]] || gw_die "--install-resume-unit needs this script as a file, not on stdin"
+    cp -- "$gw_self" "$GW_INSTALLED_SCRIPT.tmp"
     chmod 0700 -- "$GW_INSTALLED_SCRIPT.tmp"
     mv -f -- "$GW_INSTALLED_SCRIPT.tmp" "$GW_INSTALLED_SCRIPT"
   fi
@@ -570,7 +588,7 @@ if gw_begin 1 create-env 'Create the Python environment /opt/gpuwizard/envs/pyto
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
       DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       -o Dpkg::Progress-Fancy=0 install python3.10-venv
-  gw_run -- /usr/bin/python3.10 -m venv --clear /opt/gpuwizard/envs/pytorch
+  gw_run -- /usr/bin/python3.10 -I -m venv --clear /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
 
@@ -579,9 +597,9 @@ fi
 # version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
 # driver runs.
 if gw_begin 2 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --quiet --force-reinstall \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --quiet --force-reinstall \
       pip==26.3
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -m pip install --index-url \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch
 fi
@@ -591,7 +609,7 @@ fi
 # and has kernels in this build, a matmul and an AMP training step run on each, and torchvision's
 # compiled ops load. A failure names its cause.
 if gw_begin 3 verify-torch 'Verify PyTorch on every GPU'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -c \
+  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -c \
       '"""Verify PyTorch in the environment it runs in; write a JSON report; exit 1 on any problem.
 
 Standalone: the target environment has torch and torchvision but not gpuwizard, so this file
