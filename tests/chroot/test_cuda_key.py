@@ -38,9 +38,9 @@ from cryptography.x509.oid import NameOID
 
 from gpuwizard.core.ops import AptUpdate, Download, NoPin
 from gpuwizard.core.plan import SCHEMA, Plan, WriteFile
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
-from gpuwizard.recommend.planner import Options
 from gpuwizard.runner.fetch import main as fetch_main
 from gpuwizard.runner.keycheck import dearmor, primary_fingerprints
 from tests.chroot import roots
@@ -203,7 +203,7 @@ def trixie(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ChrootMac
 
 def key_step(machine: ChrootMachine) -> tuple[Planned, Download]:
     """The plan's own add-cuda-repo step on this Debian 13 root (cuDNN asks for the repository)."""
-    planned = plan_on(machine, options=Options(cudnn=True))
+    planned = plan_on(machine, SetupRequest(cudnn=True))
     step = next((s for s in planned.plan.steps if s.id == "add-cuda-repo"), None)
     assert step is not None, [s.id for s in planned.plan.steps]
     fetch, entry, update = step.actions
