@@ -22,7 +22,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -38,6 +38,7 @@ from gpuwizard.screens.modals import SearchScreen, SecretScreen
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.log_pane import LogPane
+from gpuwizard.screens.widgets.scroll_box import ScrollBox
 from gpuwizard.screens.widgets.step_list import StepList
 from gpuwizard.setup.flow import Aborted, Freed, RunEnded
 
@@ -98,7 +99,7 @@ def _elapsed(started: str | None, now: datetime) -> str:
     return f" · running {seconds // 60}:{seconds % 60:02d}"
 
 
-class InstallView(StageView):
+class InstallView(StageView, can_focus=False):
     BINDINGS = [
         Binding("enter", "run_step", "Run step", priority=True),
         Binding("a", "run_all", "Run all"),
@@ -110,9 +111,11 @@ class InstallView(StageView):
         Binding("slash", "search", "Find", key_display="/"),
         Binding("n", "search_next", "Next match", show=False),
     ]
+    FIRST_FOCUS = "LogPane"  # the arrows scroll the log at once; Tab reaches a box that scrolls
     DEFAULT_CSS = """
     InstallView #progress { height: 1; padding: 0 1; background: $boost; }
     InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
+    InstallView #details-box:focus { border: round $accent; }
     InstallView #details { height: auto; padding: 0 1; }
     InstallView #hint-box { height: auto; max-height: 60%; }
     InstallView #hint { height: auto; padding: 0 1; color: $warning; }
@@ -182,9 +185,9 @@ class InstallView(StageView):
         with Horizontal():
             yield StepList([(s.id, s.title) for s in self.plan.steps])
             with Vertical(id="right"):
-                with VerticalScroll(id="details-box"):
+                with ScrollBox(id="details-box"):
                     yield Static("", id="details")
-                with VerticalScroll(id="hint-box"):
+                with ScrollBox(id="hint-box"):
                     yield Static("", id="hint")
                 yield LogPane(id="log")
 
