@@ -1,4 +1,5 @@
-"""Small dialogs: a secret prompt with masked input, a word to find, and "quit while a step runs"."""
+"""Small dialogs: a secret prompt with masked input, a word to find, "quit while a step runs", and
+a yes-or-no question (files that would be replaced)."""
 
 from __future__ import annotations
 
@@ -142,4 +143,32 @@ class QuitScreen(ModalScreen[bool]):
         self.dismiss(True)
 
     def action_stay(self) -> None:
+        self.dismiss(False)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A question answered with y (do it) or n / Esc (leave things as they are)."""
+
+    BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 70; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
+    """
+
+    def __init__(self, question: str, yes: str, no: str) -> None:
+        """``yes`` and ``no``: what each answer does, in a few words."""
+        super().__init__()
+        self.question = question
+        self.yes = yes
+        self.no = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(plain(self.question))
+            yield Static(plain(f"\ny {self.yes} · n or Esc {self.no}"))
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
         self.dismiss(False)

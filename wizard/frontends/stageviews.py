@@ -188,6 +188,7 @@ def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
         lambda folder, files: write_files(folder, [(f.name, f.content, f.mode) for f in files]),
         str(Path.home() / "gpuwizard-export"),
         note[0].upper() + note[1:] if note else None,
+        existing=files_in,
     )
 
 
@@ -207,3 +208,8 @@ def bench_about(gpus: int) -> str:
         "How long depends on the GPU: about 2 minutes on one H200, several on a slower GPU"
         f"{also}. The results are compared with published numbers."
     )
+
+
+def files_in(folder: Path, names: list[str]) -> list[str]:
+    """Which of these names are in the folder already (an export would replace them)."""
+    return [name for name in names if (folder / name).is_symlink() or (folder / name).exists()]
