@@ -13,7 +13,7 @@ from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.session import BenchSession
-from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.core.paths import DEFAULT_ENV
 from gpuwizard.core.plan import assert_never
 from gpuwizard.core.request import SetupRequest
@@ -31,7 +31,7 @@ from gpuwizard.recommend.target import Target, target_from_facts
 from gpuwizard.runner.files import write_files
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView
-from gpuwizard.screens.done import DoneView
+from gpuwizard.screens.done import DoneView, InstalledDriver
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RebootView, RestartQuestionView
@@ -88,11 +88,28 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
                 driver.logs_hint,
                 stage.bench,
                 list(stage.exports),
+                driver=installed_driver(stage.selection, stage.facts),
+                cli_args=driver.backend.cli_args,
             )
         case flow.Refused():
             return RefusedView(stage.why, can_go_back=stage.back is not None)
         case _:
             assert_never(stage)
+
+
+def installed_driver(
+    selection: Selection | None, facts: HostFacts | None
+) -> InstalledDriver | None:
+    """The driver this setup installed, as the machine reports it at the end (NVML)."""
+    if selection is None or facts is None or not selection.driver.installs:
+        return None
+    nvml = facts.boot.nvml
+    if not isinstance(nvml, NvmlOk):
+        return None
+    choice = selection.driver
+    return InstalledDriver(
+        choice.branch, choice.flavor, choice.version, nvml.driver_version, choice.source
+    )
 
 
 def env_path(selection: Selection | None) -> str:

@@ -39,5 +39,6 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
         env=sim_env(place),
         reboot=confirmed_reboot,
         simulated=True,
+        cli_args=("--simulate", profile),
         python_in=lambda env: (sys.executable, "-m", "gpuwizard.sim.bench_python", "--env", env),
     )
