@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from gpuwizard.core.plan import Plan
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.screens.review import ReviewView, totals
@@ -21,9 +22,9 @@ TABLE = load_table()
 
 def plan_of(profile: str) -> Plan:
     facts = facts_of(profile)
-    result = recommend(TABLE, target_from_facts(facts, TABLE), Choices())
+    result = recommend(TABLE, target_from_facts(facts, TABLE), SetupRequest())
     assert isinstance(result, Recommendation)
-    return plan_for(facts, result, Options(), TABLE)[1]
+    return plan_for(facts, result, SetupRequest(), TABLE)[1]
 
 
 @pytest.mark.parametrize(

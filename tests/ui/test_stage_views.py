@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.request import SetupRequest
 from gpuwizard.frontends.stageviews import files_in, installed_driver, view_for
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.planner import Options, plan_for
-from gpuwizard.recommend.result import Choices, Recommendation
+from gpuwizard.recommend.planner import plan_for
+from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.sizing import assess
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
@@ -46,9 +47,9 @@ def real(simulated: Backend) -> Backend:
 def set_up(loaded: str) -> tuple[flow.Done, HostFacts]:
     """The t4 plan done, the machine reporting driver ``loaded`` at the end."""
     facts = facts_of(PROFILE)
-    result = recommend(TABLE, target_from_facts(facts, TABLE), Choices())
+    result = recommend(TABLE, target_from_facts(facts, TABLE), SetupRequest())
     assert isinstance(result, Recommendation)
-    selection, plan = plan_for(facts, result, Options(), TABLE)
+    selection, plan = plan_for(facts, result, SetupRequest(), TABLE)
     after = dataclasses.replace(
         facts, boot=dataclasses.replace(facts.boot, nvml=NvmlOk(loaded, "13.0", (), ()))
     )
