@@ -97,16 +97,18 @@ def logged_lines(state_dir: Path) -> list[str]:
 
 
 def assert_no_cut_line(screen: str, state_dir: Path) -> None:
-    """A row that fills the pane continues on the next row (the line wraps) or ends its line."""
+    """A row that fills the pane continues on the next row (the line wraps, after a / or - or
+    between words, whose space ends the row) or ends its line."""
     rows = log_rows(screen)
     width = max((len(row) for row in rows), default=0)
     lines = logged_lines(state_dir)
     for row, below in itertools.pairwise(rows):
         if len(row) < width - 3 or not below.strip():
             continue
-        joined = row + below[:8]
+        joined = (row + below[:8], f"{row} {below[:8]}")
         ends_a_line = any(line.rstrip().endswith(row.strip()) for line in lines)
-        assert ends_a_line or any(joined in line for line in lines), f"cut: {row!r}\n{screen}"
+        continues = any(way in line for line in lines for way in joined)
+        assert ends_a_line or continues, f"cut: {row!r}\n{screen}"
 
 
 def assert_true_facts(screen: str, profile: str) -> None:
