@@ -42,13 +42,27 @@ def no_reference(_mode: str, _gpus: int) -> ReferenceMark | None:
     return None
 
 
+DOTTED = ("··· published PyTorch figure", "··· published figure")
+"""What the dotted lines are, long and short: the legend's last item, on the legend's one line."""
+
+
 def caption(marks: Sequence[ReferenceMark]) -> str:
-    """What the dotted lines are: whose figures, and how any was scaled (the table has each)."""
+    """Under the legend: how a figure was scaled (the table has each), or that none applies."""
     if not marks:
-        return "··· no published PyTorch figure for this GPU in these modes"
+        return "no published PyTorch figure for this GPU in these modes"
     scaled = [mark.how for mark in marks if mark.scaled]
-    also = f" · *{scaled[0]}" if scaled else ""
-    return f"··· published PyTorch figure{also}"
+    return f"*{scaled[0]}" if scaled else ""
+
+
+def legend(keys: Sequence[str], colour: Callable[[str], str], dotted: bool, width: int) -> Text:
+    """One line: a mark in each series' colour, then the dotted line's meaning, long if it fits."""
+    line = Text()
+    for key in keys:
+        line.append(*part(f"━ {key}  ", colour(key)))
+    if dotted:
+        fits = [words for words in DOTTED if line.cell_len + len(words) <= width]
+        line.append(fits[0] if fits else DOTTED[-1])
+    return line
 
 
 def results_table(
@@ -97,9 +111,15 @@ def summary_text(summary: BenchSummary) -> Group:
     return Group(*parts)
 
 
+PHASE = "── "
+"""How the job marks the start of a phase (one GPU, DDP): its Started event says the same."""
+
+
 def note_for(item: bp.BenchEvent | str) -> str | None:
     """The line an event adds to the running notes, if any."""
     match item:
+        case str() if item.startswith(PHASE):
+            return None
         case str():
             return item
         case bp.OutOfMemory():
@@ -150,16 +170,25 @@ class BenchmarkView(StageView):
     ]
     DEFAULT_CSS = """
     BenchmarkView #status { height: 1; padding: 0 1; }
-    BenchmarkView ThroughputChart { height: 2fr; min-height: 9; max-height: 18; }
+    BenchmarkView ThroughputChart { height: 45%; min-height: 8; }
     BenchmarkView #caption { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     BenchmarkView #table { height: auto; padding: 0 1; }
     BenchmarkView #verdict-box { height: 1fr; min-height: 3; padding: 0 1; }
     """
 
-    def __init__(self, source: BenchSource, about: str, reference: Reference | None = None) -> None:
+    def __init__(
+        self,
+        source: BenchSource,
+        about: str,
+        reference: Reference | None = None,
+        *,
+        begin_at_once: bool = False,
+    ) -> None:
         """``about``: what will run and roughly how long, for the screen before it starts;
-        ``reference``: the published figure each series is drawn against."""
+        ``reference``: the published figure each series is drawn against; ``begin_at_once``:
+        the person asked to run it again (r), so it starts without the screen before."""
         super().__init__()
+        self.begin_at_once = begin_at_once
         self.source = source
         self.about = about
         self.reference: Reference = reference or no_reference
@@ -182,6 +211,8 @@ class BenchmarkView(StageView):
     def on_mount(self) -> None:
         self.set_interval(POLL_S, self.follow)
         self.show_ready()
+        if self.begin_at_once:
+            self.action_begin()
 
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         """Show only the keys that do something now."""
@@ -214,11 +245,12 @@ class BenchmarkView(StageView):
     def show_chart(self) -> None:
         chart = self.query_one(ThroughputChart)
         chart.show(self.chart, self.marks)
-        legend = Text()
-        if not chart.legend_inside:  # a small chart: which line is which, under it
-            for key in self.chart.series:
-                legend.append(*part(f"━ {key}  ", chart.rich_colour(key)))
-        self.query_one("#caption", Static).update(Text.assemble(legend, part(caption(self.marks))))
+        box = self.query_one("#caption", Static)
+        keys = [] if chart.legend_inside else list(self.chart.series)  # a small chart: under it
+        lines = [legend(keys, chart.rich_colour, bool(self.marks), box.content_region.width)]
+        if note := caption(self.marks):
+            lines.append(plain(note))
+        box.update(Text("\n").join(line for line in lines if line))
 
     def mark_series(self, sample: bp.Sample) -> None:
         """A new series: find the published figure it is compared with."""

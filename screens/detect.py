@@ -120,6 +120,10 @@ class DetectView(StageView):
                     classes="section",
                 )
 
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        """Continue is offered only where there is a GPU to set up (no key that does nothing)."""
+        return self.can_continue if action == "proceed" else True
+
     def action_proceed(self) -> None:
         if self.can_continue:
             self.answer(Continue())

@@ -1,8 +1,10 @@
 """ExportView: pick formats, preview each with syntax highlighting, write them, see the paths.
 
 Every export is rendered from the one reviewed plan (gpuwizard.export); the screen gets a
-``render`` function (format name -> files, or ExportError) and a ``write`` function (folder,
-files -> paths), so it never touches the disk itself. Answers Exported with the written paths.
+``render`` function (format name -> files, or ExportError), a ``write`` function (folder,
+files -> paths) and an ``existing`` one (folder, names -> the names already there), so it never
+touches the disk itself. Files already in the folder are replaced only once the person says so.
+Answers Exported with the written paths.
 """
 
 from __future__ import annotations
@@ -22,12 +24,18 @@ from textual.widgets import Input, SelectionList, Static
 from gpuwizard.core.safetext import clean
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
+from gpuwizard.screens.modals import ConfirmScreen
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Exported
 
 Render = Callable[[str], list[ExportFile]]
 Write = Callable[[Path, list[ExportFile]], list[Path]]
+Existing = Callable[[Path, list[str]], list[str]]
+
+
+def nothing_there(_folder: Path, _names: list[str]) -> list[str]:
+    return []
 
 
 def preview(files: Sequence[ExportFile]) -> Group:
@@ -60,10 +68,12 @@ class ExportView(StageView):
         write: Write,
         folder: str,
         note: str | None = None,
+        existing: Existing = nothing_there,
     ) -> None:
         """``formats``: (name, title) in order; every one is chosen at first. ``note``: a
         warning about the plan, shown until the files are written."""
         super().__init__()
+        self.existing = existing
         self.note = note
         self.formats = list(formats)
         self.render_format = render
@@ -78,7 +88,9 @@ class ExportView(StageView):
                     *((title, name, True) for name, title in self.formats), id="formats"
                 )
                 yield Static("Folder to write to:", id="folder-label")
-                yield Input(self.folder, id="folder")
+                # Tab into the field puts the cursor at its end: a key typed there adds to the
+                # path, never replaces all of it (a "w" meant as Write).
+                yield Input(self.folder, id="folder", select_on_focus=False)
             with VerticalScroll(id="preview-box"):
                 yield Static("", id="preview")
         keys = Text(
@@ -127,13 +139,35 @@ class ExportView(StageView):
                 files += self.render_format(name)
             except ExportError as error:
                 skipped.append(f"{name}: {error}")
+        target = Path(folder).expanduser()
+        there = self.existing(target, [f.name for f in files]) if files else []
+        if not there:
+            self.write(target, files, skipped)
+            return
+        which = (
+            f"all {len(files)}" if len(there) == len(files) else f"{len(there)} of the {len(files)}"
+        )
+        question = (
+            f"{target} has {which} files already: {', '.join(there)}. "
+            "Replace them with the new ones?"
+        )
+
+        def answered(replace: bool | None) -> None:
+            if replace:
+                self.write(target, files, skipped)
+            else:
+                self.status(plain(f"Nothing written: {target} keeps its files.", "yellow"))
+
+        self.app.push_screen(ConfirmScreen(question, "replace them", "keep them"), answered)
+
+    def write(self, folder: Path, files: list[ExportFile], skipped: list[str]) -> None:
         try:
-            paths = self.write_files(Path(folder).expanduser(), files) if files else []
+            paths = self.write_files(folder, files) if files else []
         except OSError as error:
             self.status(plain(f"Cannot write to {folder}: {error.strerror}", "bold red"))
             return
         self.written = [str(p) for p in paths]
-        where = paths[0].parent if paths else Path(folder)
+        where = paths[0].parent if paths else folder
         lines = plain(f"Wrote {len(paths)} file(s) to {where}:\n", "bold green")
         lines.append(*part("  " + "  ".join(p.name for p in paths)))
         for line in skipped:

@@ -1,4 +1,7 @@
-"""HelpScreen: the one key map (gpuwizard.screens.keymap), and where the logs and state live."""
+"""HelpScreen: the one key map (gpuwizard.screens.keymap), and where the logs and state live.
+
+Its first line and its frame say how to close it: a person who opened it by chance needs that
+first. Paths break after a ``/`` (BreakingText), never mid-name."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gpuwizard.core.safetext import clean
 from gpuwizard.screens.keymap import KEYS
+from gpuwizard.screens.plain import plain
+
+CLOSE = "Esc, q or ? closes this help"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -44,8 +49,9 @@ class HelpScreen(ModalScreen[None]):
             ("runner output", f"{self.state_dir}/runner.log"),
         ):  # each path under its label, folded when it is longer than the line
             places.append(Padding(Text(label, style="dim"), (0, 0, 0, 2)))
-            places.append(Padding(Text(clean(path), overflow="fold"), (0, 0, 0, 4)))
+            places.append(Padding(plain(path), (0, 0, 0, 4)))
         parts: list[RenderableType] = [
+            Text(f"{CLOSE}.\n", style="dim"),
             Text("Keys", style="bold"),
             keys,
             Text("\nWhere things are", style="bold"),
@@ -55,7 +61,8 @@ class HelpScreen(ModalScreen[None]):
             parts.append(
                 Text("\nThis is a simulation: nothing on this machine is changed.", style="yellow")
             )
-        with VerticalScroll():
+        with VerticalScroll() as frame:
+            frame.border_subtitle = CLOSE
             yield Static(Group(*parts))
 
     def action_close(self) -> None:

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 
 from gpuwizard.runner import events as ev
 from gpuwizard.screens import install_parts as parts
@@ -26,6 +26,7 @@ from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.drawn import Drawn, DrawnLine
 from gpuwizard.screens.widgets.log_pane import LogPane
+from gpuwizard.screens.widgets.scroll_box import ScrollBox
 from gpuwizard.screens.widgets.step_list import StepList
 from gpuwizard.setup.flow import Aborted, Retry, RunAll, RunStep, SecretGiven, Skip
 from gpuwizard.setup.stages import Installing, Watching
@@ -47,7 +48,7 @@ def installing(stage: Installing | Watching) -> Installing:
     return stage
 
 
-class InstallView(StageView):
+class InstallView(StageView, can_focus=False):
     BINDINGS = [
         Binding("enter", "run_step", "Run step", priority=True),
         Binding("a", "run_all", "Run all"),
@@ -59,9 +60,11 @@ class InstallView(StageView):
         Binding("slash", "search", "Find", key_display="/"),
         Binding("n", "search_next", "Next match", show=False),
     ]
+    FIRST_FOCUS = "LogPane"  # the arrows scroll the log at once; Tab reaches a box that scrolls
     DEFAULT_CSS = """
     InstallView #progress { padding: 0 1; background: $boost; }
     InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
+    InstallView #details-box:focus { border: round $accent; }
     InstallView #details { padding: 0 1; }
     InstallView #hint-box { height: auto; max-height: 60%; }
     InstallView #hint { padding: 0 1; color: $warning; }
@@ -98,9 +101,9 @@ class InstallView(StageView):
         with Horizontal():
             yield StepList([(s.id, s.title) for s in self.stage.plan.steps])
             with Vertical(id="right"):
-                with VerticalScroll(id="details-box"):
+                with ScrollBox(id="details-box"):
                     yield self.details
-                with VerticalScroll(id="hint-box"):
+                with ScrollBox(id="hint-box"):
                     yield self.hint
                 yield LogPane(id="log")
 

@@ -18,6 +18,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("x", "abort the install · stop the benchmark"),
     ("w", "why not the others (choices) · write files (export)"),
     ("l · f", "log: wrap or scroll long lines · follow the end or not"),
+    ("↑ ↓ · End", "log: scroll (up stops following) · the end, followed again"),
+    ("tab", "the next box with more to scroll (its border lights up)"),
     ("/ · n", "find a word in the log · find the next match"),
     ("d", "doctor: known problems with driver, CUDA, Secure Boot"),
     ("q", "quit; asks while a step runs (it goes on without you)"),

@@ -1,4 +1,5 @@
-"""Small dialogs: a secret prompt with masked input, a word to find, and "quit while a step runs"."""
+"""Small dialogs: a secret prompt with masked input, a word to find, "quit while a step runs", and
+a yes-or-no question (files that would be replaced)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -13,17 +15,45 @@ from gpuwizard.screens.plain import plain
 from gpuwizard.steps.enroll_mok import (
     MOK_CONSOLE,
     MOK_PASSWORD,
+    MOK_PASSWORD_MAX,
     MOK_PASSWORD_RULES,
     mok_password_problem,
 )
+
+REFUSED_KEY = (
+    "that key is not taken: the MOK password is printable ASCII only (letters, digits, "
+    f"punctuation, space), at most {MOK_PASSWORD_MAX} characters; MokManager keeps only the low "
+    "byte of each key typed at the console"
+)
+
+
+class MokPasswordInput(Input):
+    """A masked field that takes only what mokutil and MokManager can take: a key outside
+    printable ASCII, or past the length limit, is refused as it is typed (or pasted)."""
+
+    class Refused(Message):
+        """A key or a paste was refused (the value is unchanged)."""
+
+    def __init__(self, *, id: str, placeholder: str = "") -> None:
+        super().__init__(
+            placeholder=placeholder,
+            password=True,
+            restrict=r"[ -~]*",
+            max_length=MOK_PASSWORD_MAX,
+            id=id,
+        )
+
+    def restricted(self) -> None:
+        self.post_message(self.Refused())
 
 
 class SecretScreen(ModalScreen[str | None]):
     """Masked input; the value goes to the runner's socket and nowhere else (never logged).
 
     The MOK password (``name`` mok-password) is typed twice and checked against mokutil's rules
-    before it leaves, and the screen says where it is needed next: at the console, at the next
-    boot (MokManager), which over SSH alone nobody sees.
+    before it leaves (a key it cannot hold is refused as it is typed, an empty one at the first
+    Enter), and the screen says where it is needed next: at the console, at the next boot
+    (MokManager), which over SSH alone nobody sees.
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -44,21 +74,29 @@ class SecretScreen(ModalScreen[str | None]):
             yield Static(plain(self.prompt))
             if self.mok:
                 yield Static(plain(f"Rules: {MOK_PASSWORD_RULES}.", "dim"))
-            yield Input(password=True, id="secret")
-            if self.mok:
-                yield Input(password=True, id="secret-again", placeholder="the same again")
+                yield MokPasswordInput(id="secret")
+                yield MokPasswordInput(id="secret-again", placeholder="the same again")
                 yield Static("", id="secret-error")
                 yield Static(plain(f"\n{MOK_CONSOLE}"))
+            else:
+                yield Input(password=True, id="secret")
             yield Static(
                 "Enter to send · Esc to cancel (the step then fails and can be retried)",
                 classes="dim",
             )
 
+    @on(MokPasswordInput.Refused)
+    def refuse_key(self) -> None:
+        self.query_one("#secret-error", Static).update(plain(REFUSED_KEY))
+
     @on(Input.Submitted, "#secret")
     def submit(self, event: Input.Submitted) -> None:
         if self.mok:
-            self.query_one("#secret-error", Static).update(plain("Now the same again, to confirm"))
-            self.query_one("#secret-again", Input).focus()
+            problem = mok_password_problem(event.value)
+            said = "Now the same again, to confirm" if problem is None else problem
+            self.query_one("#secret-error", Static).update(plain(said))
+            if problem is None:
+                self.query_one("#secret-again", Input).focus()
             return
         value = event.value
         event.input.value = ""  # drop the widget's copy at once
@@ -142,4 +180,32 @@ class QuitScreen(ModalScreen[bool]):
         self.dismiss(True)
 
     def action_stay(self) -> None:
+        self.dismiss(False)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A question answered with y (do it) or n / Esc (leave things as they are)."""
+
+    BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 70; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
+    """
+
+    def __init__(self, question: str, yes: str, no: str) -> None:
+        """``yes`` and ``no``: what each answer does, in a few words."""
+        super().__init__()
+        self.question = question
+        self.yes = yes
+        self.no = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(plain(self.question))
+            yield Static(plain(f"\ny {self.yes} · n or Esc {self.no}"))
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
         self.dismiss(False)

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuwizard.core.plan import Plan
+from gpuwizard.core.plan import Plan, StepPlan
 from gpuwizard.core.plan_view import describe
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
@@ -41,16 +41,28 @@ def plan_table(plan: Plan) -> Table:
     return table
 
 
+def reboots_said(steps: list[StepPlan]) -> str:
+    """How many reboots: "1 reboot", "no reboot", "a reboot only if needed", or both kinds."""
+    sure = sum(1 for s in steps if s.reboot and not s.only_if_needed)
+    maybe = sum(1 for s in steps if s.reboot and s.only_if_needed)
+    counted = f"{sure} reboot{'s' if sure != 1 else ''}" if sure else "no reboot"
+    if not maybe:
+        return counted
+    if not sure:
+        return "a reboot only if needed"
+    return f"{counted}, and one more only if needed"
+
+
 def totals(plan: Plan) -> Text:
     todo = [s for s in plan.steps if not s.satisfied]
-    reboots = sum(1 for s in todo if s.reboot)
     mib = sum(s.download_mib for s in todo)
     minutes = sum(s.minutes for s in todo)
     done = len(plan.steps) - len(todo)
+    rebooting = any(s.reboot for s in todo)
     return Text.assemble(
         (f"{len(todo)} steps to do", "bold"),
         f" ({done} need nothing) · about {mib / 1024:.1f} GiB to download · about {minutes:.0f} min · ",
-        (f"{reboots} reboot{'s' if reboots != 1 else ''}", "bold cyan" if reboots else ""),
+        (reboots_said(todo), "bold cyan" if rebooting else ""),
     )
 
 
@@ -59,7 +71,7 @@ class ReviewView(StageView):
 
     BINDINGS = [
         Binding("enter", "start", "Start", priority=True),
-        Binding("s", "start", "Start", show=False),  # the key the install view once needed
+        Binding("s", "start", "Start", show=False),  # an older key, kept for hands that know it
         Binding("escape,b", "back", "Back"),
     ]
     DEFAULT_CSS = """
@@ -78,7 +90,7 @@ class ReviewView(StageView):
             yield Static(plan_table(self.plan))
             yield Static(
                 Text(
-                    "Nothing changes until you press s. Each step asks again before it runs.",
+                    "Nothing changes until you press Enter. Each step asks again before it runs.",
                     style="dim",
                 )
             )

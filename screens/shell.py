@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -41,6 +41,9 @@ class StageView(Vertical, can_focus=True):
         Binding("q", "app.quit_wizard", "Quit"),
     ]
     DEFAULT_CSS = "StageView { height: 1fr; }"
+    FIRST_FOCUS: ClassVar[str | None] = None
+    """The widget (a selector) that has the focus when the view shows; else its first focusable
+    one, as a screen does (AUTO_FOCUS)."""
 
     def answer(self, answer: Answer) -> None:
         self.post_message(Answered(answer, self))
@@ -83,8 +86,10 @@ class StageShell(Screen[None]):
         await box.remove_children()
         self.view = view
         await box.mount(view)
-        # As a screen does on showing (AUTO_FOCUS): its first focusable widget, else the view.
-        focusable = [widget for widget in view.query("*") if widget.focusable]
+        # As a screen does on showing (AUTO_FOCUS): the view's choice, else its first focusable
+        # widget, else the view.
+        chosen = list(view.query(view.FIRST_FOCUS)) if view.FIRST_FOCUS else []
+        focusable = [widget for widget in [*chosen, *view.query("*")] if widget.focusable]
         (focusable[0] if focusable else view).focus()
         settle_garbage(self.call_after_refresh)
 

@@ -17,7 +17,7 @@ import dataclasses
 
 from gpuwizard.core.facts import HostFacts, NvmlUnavailable
 from gpuwizard.core.kernels import headers_gone
-from gpuwizard.core.plan import SCHEMA, Plan
+from gpuwizard.core.plan import SCHEMA, Plan, StepPlan
 from gpuwizard.core.selection import Selection
 from gpuwizard.steps.add_cuda_repo import AddCudaRepo
 from gpuwizard.steps.base import Cost, Step, step_plan
@@ -140,6 +140,7 @@ def _load_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
     fallback = Reboot(
         driver_pending(s.driver.branch),
         title="Reboot, only if the driver could not be loaded without one",
+        only_if_needed=True,
         why=(
             "Skipped when the step before loaded the driver: nothing else here waits for a boot. "
             "If loading failed, the reboot loads it; log in again afterwards and run gpuwizard: "
@@ -189,10 +190,17 @@ def build_steps(selection: Selection, facts: HostFacts) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _planned(step: Step, facts: HostFacts) -> StepPlan:
+    plan = step_plan(step, facts, COSTS.get(step.id, Cost()))
+    if isinstance(step, Reboot) and step.only_if_needed:
+        return dataclasses.replace(plan, only_if_needed=True)
+    return plan
+
+
 def build_plan(selection: Selection, facts: HostFacts, summary: tuple[str, ...] = ()) -> Plan:
     """The plan the user reviews: every step with its actions on these facts (empty = done)."""
     steps = build_steps(selection, facts)
-    plans = [step_plan(step, facts, COSTS.get(step.id, Cost())) for step in steps]
+    plans = [_planned(step, facts) for step in steps]
     if any(p.actions for p in plans):
         # A verification from before a change (a reboot, a reinstall) proves nothing after it: the
         # plan that changes something verifies again, and the review shows it.

@@ -85,6 +85,8 @@ class Reboot:
     needs_reboot: bool = True
     reboot: bool = True
     targets: tuple[Target, ...] = (Target.HOST,)
+    only_if_needed: bool = False
+    """The fallback after loading the driver live: it runs only if that failed."""
 
     def check(self, facts: HostFacts) -> Check:
         reasons = self.pending(facts)

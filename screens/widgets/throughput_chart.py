@@ -7,6 +7,7 @@ It draws what ``ChartData`` holds; it never decides which reference applies (gpu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
@@ -20,6 +21,22 @@ LEGEND_MIN_HEIGHT = 14
 """Below this many rows plotext's legend would hide the lines: the legend goes under the chart."""
 Y_LABEL = "img/s per GPU"
 X_LABEL = "elapsed s"
+TICK_STEPS = (1, 2, 2.5, 5, 10)
+"""Tick spacings per power of ten: the y axis reads 0, 1,000, 2,000, 3,000, never 3284.2."""
+
+
+def y_ticks(top: float, most: int = 5) -> list[float]:
+    """Round values from 0 to ``top`` (at most ``most`` of them) for the y axis."""
+    if top <= 0:
+        return [0.0]
+    raw = top / max(most - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in TICK_STEPS if m * power >= raw)
+    return [i * step for i in range(int(top // step) + 1)]
+
+
+def tick_label(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 or value == 0 else f"{value:g}"
 
 
 class ThroughputChart(PlotextPlot):
@@ -59,8 +76,11 @@ class ThroughputChart(PlotextPlot):
         plt.ylabel(Y_LABEL)
         end = max(self.data.elapsed, 1.0)
         top = max([self.data.top, *(m.per_gpu for m in self.marks.values())], default=0.0)
+        ceiling = max(top * 1.1, 1.0)
         plt.xlim(0, end)
-        plt.ylim(0, max(top * 1.1, 1.0))
+        plt.ylim(0, ceiling)
+        ticks = y_ticks(ceiling)
+        plt.yticks(ticks, [tick_label(value) for value in ticks])
         for key, points in self.data.series.items():
             colour = self.colour(key)
             mark = self.marks.get(key)

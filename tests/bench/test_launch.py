@@ -191,3 +191,24 @@ def judge_outcome(outcome):  # type: ignore[no-untyped-def]
     return judge(
         device="cuda", gpu_name="H100 SXM5 80GB", results=results, references=load_references()
     )
+
+
+def test_a_run_stopped_before_any_compared_mode_says_it_stopped_first(tmp_path: Path, fake_python: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Stopped during fp32 (no published figure for the H100): the headline is the stop, not
+    "No published numbers for this GPU" (there are some; the run never reached them)."""
+    from gpuwizard.bench.session import BenchSession
+    from tests.conftest import facts_of
+
+    monkeypatch.setenv("FAKE_STREAM", str(STREAMS / "h100x8-sim.jsonl"))
+    monkeypatch.setenv("FAKE_PACE", "0.05")
+    facts = facts_of("h100x8-ubuntu2204-fresh")
+    session = BenchSession(BenchSpec(python=fake_python, gpus=8), tmp_path, facts)
+    session.start()
+    deadline = time.monotonic() + 10
+    while len(session.job.outcome.events) < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    session.cancel()
+    summary = session.finish()
+    assert summary.cancelled
+    assert summary.verdict.headline.startswith("Stopped before the end: nothing that ran was")
+    assert "Stopped before the end" in summary.results_md.read_text()

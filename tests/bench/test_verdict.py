@@ -16,7 +16,7 @@ from gpuwizard.bench.protocol import (
 )
 from gpuwizard.bench.references import load_references, mode_class
 from gpuwizard.bench.results import collect, published_lines, results_markdown
-from gpuwizard.bench.verdict import compare, judge, level_of, observe, observed_causes
+from gpuwizard.bench.verdict import compare, judge, level_of, observe, observed_causes, stopped
 from gpuwizard.core.facts import NvmlGpu, NvmlOk
 
 REFS = load_references()
@@ -165,3 +165,24 @@ def test_the_markdown_report_from_a_recorded_stream() -> None:
     assert text.count("## Published numbers") == 1
     lines = published_lines(verdict)
     assert len(lines) == len(set(lines))  # each reference once, not once per result
+
+
+def test_a_stopped_verdict_says_so_first_and_keeps_what_ran() -> None:
+    ran = judge(
+        device="cuda",
+        gpu_name="H100 SXM5 80GB",
+        results=[result("amp-bf16", 2900.0)],
+        references=REFS,
+    )
+    assert (
+        stopped(ran).headline
+        == f"Stopped before the end. So far: {ran.headline[0].lower()}{ran.headline[1:]}"
+    )
+    assert stopped(ran).comparisons == ran.comparisons
+    nothing = judge(
+        device="cuda", gpu_name="H100 SXM5 80GB", results=[result("fp32", 560.0)], references=REFS
+    )
+    assert nothing.headline.startswith("No published numbers")
+    assert stopped(nothing).headline.startswith(
+        "Stopped before the end: nothing that ran was compared"
+    )

@@ -34,7 +34,22 @@ def test_without_a_gpu_the_wizard_simulates_the_default_server_and_says_so(capsy
     backend = cli.tui_backend(args(), has_gpu=lambda: False)()
     assert backend.simulated
     assert backend.name == "simulated h100x8-ubuntu2204-fresh (no GPU here)"
-    assert capsys.readouterr().out.startswith("No NVIDIA GPU here: simulating h100x8")
+    said = capsys.readouterr().out
+    assert said.startswith("No NVIDIA GPU: simulating h100x8-ubuntu2204-fresh")
+
+
+@pytest.mark.parametrize("columns", [80, 60, 40])
+def test_the_line_before_the_tui_fits_the_terminal_and_breaks_at_words(columns: int) -> None:
+    """It stays on the terminal after the TUI: 80 columns hold it whole; a narrower terminal
+    breaks it between words, never leaving `).` alone on a line."""
+    said = cli.no_gpu_line("h100x8-ubuntu2204-fresh", columns)
+    rows = said.splitlines()
+    assert all(len(row) <= columns for row in rows)
+    assert (
+        " ".join(rows)
+        == "No NVIDIA GPU: simulating h100x8-ubuntu2204-fresh (see `gpuwizard profiles`)."
+    )
+    assert len(rows) == (1 if columns == 80 else len(rows)) and all(len(row) > 2 for row in rows)
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,8 @@ def test_a_failed_dkms_build_names_its_make_log(sim: Sim) -> None:
     assert known.title.startswith(
         "failed step install-nvidia-driver (run-"
     ) and known.title.endswith("dkms-build")
-    assert "/var/lib/dkms/nvidia/580.95.05/build/make.log" in known.explanation
-    assert "/var/lib/dkms/nvidia/580.95.05/build/make.log" in known.fix
+    assert "/var/lib/dkms/nvidia/580.178.04/build/make.log" in known.explanation
+    assert "/var/lib/dkms/nvidia/580.178.04/build/make.log" in known.fix
 
 
 def test_secure_boot_switched_on_after_the_install_rejects_the_dkms_module(sim: Sim) -> None:

@@ -283,7 +283,7 @@ def test_t20_a_dkms_build_failure_fails_the_step_with_its_make_log_and_offers_no
     failed = host.events_of(ev.StepFinished)[-1]
     assert (failed.step, failed.ok) == ("install-nvidia-driver", False)
     lines = output_of(host, "install-nvidia-driver")
-    assert any("/var/lib/dkms/nvidia/580.95.05/build/make.log" in line for line in lines)
+    assert any("/var/lib/dkms/nvidia/580.178.04/build/make.log" in line for line in lines)
     assert known_error(lines).id == "dkms-build"
     assert host.events_of(ev.RebootRequested) == []
     assert host.commands()[("reboot",)] == 0

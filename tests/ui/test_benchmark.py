@@ -15,7 +15,7 @@ from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
-from gpuwizard.bench.verdict import judge
+from gpuwizard.bench.verdict import judge, stopped
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.setup.flow import Again, Benchmarked
 from tests.ui.pilots import ViewHarness
@@ -82,6 +82,8 @@ class RecordedBench:
             references=load_references(), allreduce=collected.allreduce,
             dataload=collected.dataload, ooms=collected.ooms, nvswitch=True,
         )  # fmt: skip
+        if self.cancelled:  # as BenchSession does
+            verdict = stopped(verdict)
         problems = (*self.problems, *(("stopped before the end",) if self.cancelled else ()))
         json_path, _ = save(self.directory, events, verdict, self.gpu, problems, when=0.0)
         shown = Path(
@@ -192,7 +194,7 @@ async def finish(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyp
 async def midway(pilot, source: RecordedBench) -> None:  # type: ignore[no-untyped-def]
     source.hold_at = 40  # held here for the picture: never a poll past it, however slow the test
     await pilot.press("enter")
-    while source.given < 40:
+    while source.given < 40:  # the view takes what a poll gives in the same call
         await pilot.pause(0.02)
 
 
@@ -205,3 +207,69 @@ def test_benchmark_screen_looks_right(
     before = {"ready": None, "running": midway, "finished": finish, "died": finish}[name]
     run_before = None if before is None else (lambda pilot: before(pilot, source))
     assert snap_compare(Harness(source), terminal_size=size, run_before=run_before)
+
+
+async def test_run_again_starts_at_once(out: Path) -> None:
+    """r answers Again; the view the wizard builds for the next attempt begins without its
+    screen before (the person already asked for it)."""
+    source = whole_run(out)
+    app = ViewHarness(BenchmarkView(source, ABOUT, begin_at_once=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert source.started and app.shell.view.state in ("running", "done")  # type: ignore[attr-defined]
+        assert ABOUT not in text_of(app, "#verdict")
+
+
+async def test_the_notes_hold_no_phase_marker(out: Path) -> None:
+    source = whole_run(out, per_poll=20)
+    app = Harness(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        while source.given < 30:
+            await pilot.pause(0.02)
+        screen = app.shell.view
+        assert "── one GPU" not in text_of(app, "#verdict")
+        assert all(not note.startswith("──") for note in screen.notes)  # type: ignore[attr-defined]
+
+
+class HeldAfterStream(RecordedBench):
+    """Gives its stream, then runs on (as a worker still in a mode) until it is stopped."""
+
+    def running(self) -> bool:
+        return self.started and not self.cancelled
+
+
+async def test_stopped_before_any_compared_mode_says_it_stopped(out: Path) -> None:
+    """Stopped during fp32 (the H100 has no published strict-FP32 figure), whenever the x lands
+    in it: the headline is the stop, not "No published numbers for this GPU"."""
+    events = events_of("h100x8-sim.jsonl")
+    fp32 = events[: next(i for i, e in enumerate(events) if getattr(e, "mode", "fp32") != "fp32")]
+    source = HeldAfterStream(["── one GPU", *fp32], "8x H100 SXM5 80GB", out, per_poll=5)
+    app = Harness(source)
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = app.shell.view
+        await pilot.press("enter")
+        while not screen.chart.series:  # type: ignore[attr-defined]
+            await pilot.pause(0.02)
+        await pilot.press("x")
+        while screen.state != "done":  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        verdict = text_of(app, "#verdict")
+    assert verdict.startswith("Stopped before the end: nothing that ran was compared")
+    assert "No published numbers" not in verdict
+
+
+async def test_the_chart_keeps_its_height_from_first_sample_to_verdict(out: Path) -> None:
+    source = whole_run(out, per_poll=4)
+    app = Harness(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.shell.view
+        chart = screen.query_one("#chart")
+        heights = {chart.size.height}
+        await pilot.press("enter")
+        while screen.state != "done":  # type: ignore[attr-defined]
+            await pilot.pause(0.02)
+            heights.add(chart.size.height)
+        await pilot.pause(0.1)
+        heights.add(chart.size.height)
+    assert len(heights) == 1, f"the chart's height changed: {sorted(heights)}"

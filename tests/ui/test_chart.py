@@ -4,6 +4,7 @@ against the published figure for this GPU model and count (or one that says it i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.chart import ChartData, reference_for
 from gpuwizard.bench.references import load_references
-from gpuwizard.screens.widgets.throughput_chart import X_LABEL, Y_LABEL
+from gpuwizard.screens.widgets.throughput_chart import X_LABEL, Y_LABEL, tick_label, y_ticks
 from tests.ui.test_benchmark import Harness, RecordedBench
 from tests.ui.test_hostile_text import shown_text
 
@@ -107,9 +108,31 @@ async def test_the_chart_labels_its_axes_and_says_what_the_dotted_lines_are(tmp_
         text = shown_text(app.export_screenshot())
         caption = str(app.shell.view.query_one("#caption").render())  # type: ignore[union-attr]
     assert Y_LABEL in text and X_LABEL in text
-    assert "━ amp-bf16 x4" in caption, "the DDP line is in the legend under the small chart"
-    assert "··· published PyTorch figure" in caption
-    assert "*amp-bf16 x4: the 1 GPU figure at 4 (none published for 4)" in caption
+    legend, note = caption.splitlines()
+    assert legend.startswith("━ fp32  ━ tf32  ━ amp-fp16  ━ amp-bf16  ━ amp-bf16 x4  ···")
+    assert legend.endswith("··· published figure") and len(legend) <= 78, "one line at 80 columns"
+    assert note == "*amp-bf16 x4: the 1 GPU figure at 4 (none published for 4)"
+
+
+async def test_the_y_axis_reads_in_round_images_per_second(tmp_path: Path) -> None:
+    """0, 500, 1,000, 1,500 img/s: never 1615.4 or 3284.2."""
+    source = chart_source(tmp_path, "A100 PCIe 40GB", 4)
+    app = Harness(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        while app.shell.view.state != "done":  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        rows = shown_text(app.export_screenshot()).splitlines()
+    labels = [row.split("┤")[0].strip() for row in rows if "┤" in row]
+    assert labels and all(re.fullmatch(r"\d{1,3}(,\d{3})*", label) for label in labels), labels
+    assert labels[-1] == "0" and len(set(labels)) == len(labels)
+
+
+def test_round_ticks() -> None:
+    assert y_ticks(3612.6) == [0, 1000, 2000, 3000]
+    assert y_ticks(1598.0) == [0, 500, 1000, 1500]
+    assert y_ticks(57.0) == [0, 20, 40]
+    assert [tick_label(v) for v in y_ticks(26_000)] == ["0", "10,000", "20,000"]
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -76,3 +76,28 @@ async def test_another_secret_keeps_one_field_and_is_sent_as_typed() -> None:
         assert not app.screen.query("#secret-again")
         await type_into(pilot, "#secret", "t0ken")
         assert app.results == ["t0ken"]
+
+
+async def test_a_key_the_mok_password_cannot_hold_is_refused_as_it_is_typed() -> None:
+    """Non-ASCII (MokManager keeps one byte per key) never reaches the field, and the prompt
+    says why at once, not after the password was typed twice."""
+    app = Asker(SecretScreen(MOK_PASSWORD.prompt, MOK_PASSWORD.name))
+    async with app.run_test(size=(120, 50)) as pilot:
+        app.screen.query_one("#secret", Input).focus()
+        await pilot.press(*"Mok-pass", "é")
+        await pilot.pause()
+        assert app.screen.query_one("#secret", Input).value == "Mok-pass", "the é was refused"
+        assert "printable ASCII only" in error_shown(app)
+        await pilot.press(*"-4242", "enter")
+        await pilot.pause()
+        assert app.screen.focused is app.screen.query_one("#secret-again")
+        await type_into(pilot, "#secret-again", "Mok-pass-4242")
+        assert app.results == ["Mok-pass-4242"]
+
+
+async def test_an_empty_mok_password_is_refused_at_the_first_enter() -> None:
+    app = Asker(SecretScreen(MOK_PASSWORD.prompt, MOK_PASSWORD.name))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await type_into(pilot, "#secret", "")
+        assert "the MOK password is empty" in error_shown(app)
+        assert app.screen.focused is app.screen.query_one("#secret"), "not on to the confirm field"

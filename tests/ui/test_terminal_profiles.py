@@ -107,7 +107,8 @@ def bare(text: str) -> str:
 
 
 def assert_no_cut_line(screen: str, state_dir: Path) -> None:
-    """A row that fills the pane continues on the next row (the line wraps) or ends its line."""
+    """A row that fills the pane continues on the next row (the line wraps, after a / or - or
+    between words, whose space ends the row) or ends its line."""
     rows = log_rows(screen)
     width = max((len(row) for row in rows), default=0)
     lines = [bare(line) for line in logged_lines(state_dir)]

@@ -13,7 +13,7 @@ from gpuwizard.bench.launch import BenchJob, BenchSpec, results_dir
 from gpuwizard.bench.protocol import BenchEvent
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import BenchSummary, collect, save
-from gpuwizard.bench.verdict import judge, observe
+from gpuwizard.bench.verdict import judge, observe, stopped
 from gpuwizard.core.facts import HostFacts, Nvml
 
 
@@ -75,6 +75,8 @@ class BenchSession:
                 observed=observe(outcome.nvml),
                 nvswitch=bool(self.facts.hardware.nvswitches),
             )
+            if outcome.cancelled:
+                verdict = stopped(verdict)
             problems = [
                 *outcome.problems,
                 *(["stopped before the end"] if outcome.cancelled else []),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Literal
 
@@ -342,6 +342,20 @@ def _backoffs(ooms: Sequence[OutOfMemory]) -> dict[str, list[int]]:
         if oom.next is not None:
             sizes[oom.mode].append(oom.next)
     return sizes
+
+
+def stopped(verdict: Verdict) -> Verdict:
+    """The verdict of a run stopped before its end: it says so first, then what ran showed."""
+    if not any(c.ratio is not None for c in verdict.comparisons):
+        headline = (
+            "Stopped before the end: nothing that ran was compared with a published figure "
+            "(the table has what ran)"
+        )
+    else:
+        headline = (
+            f"Stopped before the end. So far: {verdict.headline[0].lower()}{verdict.headline[1:]}"
+        )
+    return replace(verdict, headline=headline)
 
 
 def _headline(level: Level, comparisons: Sequence[Comparison]) -> str:

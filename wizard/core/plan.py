@@ -47,6 +47,9 @@ class StepPlan:
     """Its effect takes hold after the next boot; it is verified then."""
     reboot: bool = False
     """This step is a reboot: the runner stops and asks before running it."""
+    only_if_needed: bool = False
+    """Expected not to run: its check is made again when its turn comes, and the steps before it
+    should make it hold (the reboot that follows loading the driver live). The review says so."""
     targets: tuple[Target, ...] = (Target.HOST,)
     download_mib: int = 0
     """Estimated download size, for the review screen."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -447,13 +449,20 @@ def tui_backend(
     if args.simulate is None:
         from gpuwizard.sim.profiles import DEFAULT_PROFILE
 
-        print(f"No NVIDIA GPU here: simulating {DEFAULT_PROFILE} (see `gpuwizard profiles`).")
+        print(no_gpu_line(DEFAULT_PROFILE, shutil.get_terminal_size().columns))
         args.simulate = DEFAULT_PROFILE
         return lambda: dataclasses.replace(
             backend_for(args), name=f"simulated {DEFAULT_PROFILE} ({NO_GPU_NOTE})"
         )
     simulated_profile(args)
     return partial(backend_for, args)
+
+
+def no_gpu_line(profile: str, columns: int) -> str:
+    """The line said before the TUI (it stays on the terminal after it): within the terminal's
+    width, broken at a word where it is narrower than the line."""
+    line = f"No NVIDIA GPU: simulating {profile} (see `gpuwizard profiles`)."
+    return textwrap.fill(line, width=max(columns, 20), break_long_words=False)
 
 
 NO_GPU_NOTE = "no GPU here"

@@ -13,7 +13,7 @@ from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.session import BenchSession
-from gpuwizard.core.facts import HostFacts
+from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.core.paths import DEFAULT_ENV
 from gpuwizard.core.plan import assert_never
 from gpuwizard.core.request import SetupRequest
@@ -31,7 +31,7 @@ from gpuwizard.recommend.target import Target, target_from_facts
 from gpuwizard.runner.files import write_files
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.detect import DetectView
-from gpuwizard.screens.done import DoneView
+from gpuwizard.screens.done import DoneView, InstalledDriver
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.reboot import RebootView, RestartQuestionView
@@ -77,7 +77,7 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.Verifying():
             return VerifyView(stage.facts.installs.verification)
         case flow.Benchmarking():
-            return benchmark_view(stage.facts, stage.selection, driver)
+            return benchmark_view(stage.facts, stage.selection, driver, again=stage.attempt > 0)
         case flow.Exporting():
             return export_view(stage, driver)
         case flow.Done():
@@ -88,11 +88,28 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
                 driver.logs_hint,
                 stage.bench,
                 list(stage.exports),
+                driver=installed_driver(stage.selection, stage.facts),
+                cli_args=driver.backend.cli_args,
             )
         case flow.Refused():
             return RefusedView(stage.why, can_go_back=stage.back is not None)
         case _:
             assert_never(stage)
+
+
+def installed_driver(
+    selection: Selection | None, facts: HostFacts | None
+) -> InstalledDriver | None:
+    """The driver this setup installed, as the machine reports it at the end (NVML)."""
+    if selection is None or facts is None or not selection.driver.installs:
+        return None
+    nvml = facts.boot.nvml
+    if not isinstance(nvml, NvmlOk):
+        return None
+    choice = selection.driver
+    return InstalledDriver(
+        choice.branch, choice.flavor, choice.version, nvml.driver_version, choice.source
+    )
 
 
 def env_path(selection: Selection | None) -> str:
@@ -147,8 +164,9 @@ def offered_pins(table: CompatTable, target: Target) -> dict[str, tuple[str, ...
 
 
 def benchmark_view(
-    facts: HostFacts, selection: Selection | None, driver: SetupDriver
+    facts: HostFacts, selection: Selection | None, driver: SetupDriver, again: bool = False
 ) -> BenchmarkView:
+    """``again``: the person asked to run it once more (r): it starts at once."""
     backend = driver.backend
     gpus = len(facts.hardware.gpus)
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
@@ -166,7 +184,7 @@ def benchmark_view(
     def reference(mode: str, world_size: int) -> ReferenceMark | None:
         return reference_for(references, name, mode, world_size) if name else None
 
-    return BenchmarkView(session, bench_about(gpus), reference)
+    return BenchmarkView(session, bench_about(gpus), reference, begin_at_once=again)
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
@@ -187,18 +205,28 @@ def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
         lambda folder, files: write_files(folder, [(f.name, f.data, f.mode) for f in files]),
         str(Path.home() / "gpuwizard-export"),
         note[0].upper() + note[1:] if note else None,
+        existing=files_in,
     )
 
 
 def bench_about(gpus: int) -> str:
-    """What the benchmark will do, for the view before it starts."""
+    """What the benchmark will do and what its time depends on, for the view before it starts.
+
+    No fixed duration: a one-GPU run took about 106 s on a real H200 (issue 29), a slower GPU
+    takes longer for the same work, and DDP is one more run on every GPU."""
     if not gpus:
         return "ResNet-50 training on the CPU (small images): it checks the benchmark itself."
     ddp = f", then AMP on all {gpus} GPUs with DDP and an NCCL all-reduce test" if gpus > 1 else ""
-    minutes = 4 + (2 if gpus > 1 else 0)
+    also = f"; the run on all {gpus} GPUs comes on top" if gpus > 1 else ""
     return (
         "ResNet-50 training on synthetic data the way the fastest public runs do it "
         "(channels_last, cuDNN autotuning, the largest batch that fits): strict FP32, TF32, "
         f"AMP float16 and bfloat16 on one GPU{ddp}, and a data-loading check. "
-        f"About {minutes} minutes; the results are compared with published numbers."
+        "How long depends on the GPU: about 2 minutes on one H200, several on a slower GPU"
+        f"{also}. The results are compared with published numbers."
     )
+
+
+def files_in(folder: Path, names: list[str]) -> list[str]:
+    """Which of these names are in the folder already (an export would replace them)."""
+    return [name for name in names if (folder / name).is_symlink() or (folder / name).exists()]

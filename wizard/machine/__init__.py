@@ -35,6 +35,9 @@ class Machine:
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the processes gpuwizard starts there (the runner, the benchmark)."""
     simulated: bool = False
+    cli_args: tuple[str, ...] = ()
+    """What chooses this machine on gpuwizard's command line (``--simulate PROFILE``), for the
+    commands a front end suggests: without it they would act on the real machine."""
     python_in: Callable[[str], tuple[str, ...]] = lambda env: (f"{env}/bin/python", ISOLATED)
     """argv that runs the Python of the environment at this path (the benchmark runs there),
     isolated: nothing in the current folder, PYTHONPATH or the user's site-packages is imported."""

@@ -519,13 +519,15 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
                 report = stage.facts.installs.verification
                 if report is not None and report.ok:
                     return _stay(Benchmarking(stage.facts, stage.plan, stage.selection))
-                return _stay(Done(stage.plan, stage.selection))
+                return _stay(Done(stage.plan, stage.selection, facts=stage.facts))
             return _stay(stage)
         case Benchmarking():
             return _after_benchmark(stage, answer)
         case Exporting():
             if isinstance(answer, Exported):
-                return _stay(Done(stage.plan, stage.selection, stage.bench, answer.paths))
+                return _stay(
+                    Done(stage.plan, stage.selection, stage.bench, answer.paths, stage.facts)
+                )
             return _stay(stage)
         case Done():
             if isinstance(answer, Continue):
@@ -705,5 +707,5 @@ def _after_benchmark(stage: Benchmarking, answer: Answer) -> Next:
     if not isinstance(answer, Benchmarked):
         return _stay(stage)
     if stage.plan is None or stage.selection is None:
-        return _stay(Done(stage.plan, stage.selection, answer.headline))
+        return _stay(Done(stage.plan, stage.selection, answer.headline, facts=stage.facts))
     return _stay(Exporting(stage.facts, stage.plan, stage.selection, answer.headline))

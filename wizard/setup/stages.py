@@ -230,6 +230,8 @@ class Done:
     selection: Selection | None
     bench: str | None = None
     exports: tuple[str, ...] = ()
+    facts: HostFacts | None = None
+    """The machine as verified at the end: what was installed, to show beside what was planned."""
 
 
 @dataclass(frozen=True)

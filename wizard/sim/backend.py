@@ -37,6 +37,7 @@ def sim_backend(profile: str, reset: bool = False, home: Path | None = None) -> 
         env=sim_env(place),
         reboot=confirmed_reboot,
         simulated=True,
+        cli_args=("--simulate", profile),
         # The stand-in gets what the environment's interpreter would: -I first (Machine.python_in).
         python_in=lambda env: (
             *own_python("-m", "gpuwizard.sim.bench_python", "--env", env),

@@ -17,8 +17,17 @@ from gpuwizard.core.version import is_cuda_variant, variant_cuda
 from gpuwizard.sim.sandbox import Sandbox, SimState
 
 DRIVER_VERSIONS = {
-    "595": "595.71.05", "580": "580.95.05", "570": "570.133.20", "550": "550.144.03", "535": "535.288.01",
+    "595": "595.99.02", "580": "580.178.04", "570": "570.211.01", "550": "550.163.01", "535": "535.309.01",
 }  # fmt: skip
+"""The release of each branch this simulated archive installs: the compatibility table's
+``latest`` (the archive's newest on the date it was read), so what a simulated setup installs is
+what the Choose view named (tests/sim/test_archive.py keeps them equal)."""
+ARCHIVE_VERSIONS = {
+    "focal": {"570": "570.133.20", "535": "535.247.01"},
+    "jammy": {"595": "595.91.07"}, "noble": {"595": "595.91.07"}, "resolute": {"595": "595.91.07"},
+}  # fmt: skip
+"""Where a release's own archive has another newest release of a branch (the table's
+``driver_versions``, by codename)."""
 # Package names this simulated archive knows (shell-like patterns); anything else is "not found".
 ARCHIVE = (
     r"nvidia-driver-\d+(-server)?(-open)?", r"nvidia-utils-\d+(-server)?", r"nvidia-open", r"cuda-drivers",
@@ -44,9 +53,15 @@ def version_for(name: str, codename: str = "") -> str:
     if name in ("nvidia-open", "cuda-drivers") or (
         branch and name.startswith(("nvidia-driver", "nvidia-utils", "nvidia-fabricmanager"))
     ):
-        number = DRIVER_VERSIONS.get(branch.group(1) if branch else "580", "580.95.05")
+        number = driver_release(branch.group(1) if branch else "580", codename)
         return f"{number}-0ubuntu1"
     return "1.0-1"
+
+
+def driver_release(branch: str, codename: str = "") -> str:
+    """The release of a branch this archive installs (R580's when the branch is unknown here)."""
+    own = ARCHIVE_VERSIONS.get(codename, {}).get(branch)
+    return own or DRIVER_VERSIONS.get(branch, DRIVER_VERSIONS["580"])
 
 
 def is_driver(name: str) -> bool:
@@ -122,7 +137,7 @@ def install_driver(sandbox: Sandbox, fail_dkms: bool) -> list[str]:
         elif fail_dkms:
             lines.append(f"Error! Bad return status for module build on kernel: {kernel} (x86_64)")
             lines.append(
-                "Consult /var/lib/dkms/nvidia/580.95.05/build/make.log for more information."
+                f"Consult /var/lib/dkms/nvidia/{DRIVER_VERSIONS['580']}/build/make.log for more information."
             )
         else:
             touch(sandbox, f"/lib/modules/{kernel}/updates/dkms/nvidia.ko.zst")

@@ -177,7 +177,7 @@ def dpkg(sandbox: Sandbox, state: SimState, args: list[str]) -> tuple[SimState, 
     if "--configure" in args:
         return (
             dataclasses.replace(state, dpkg_interrupted=False),
-            ["Setting up nvidia-dkms-580-server (580.95.05-0ubuntu1) ..."],
+            [f"Setting up nvidia-dkms-580-server ({effects.DRIVER_VERSIONS['580']}-0ubuntu1) ..."],
             0,
         )
     if "-i" in args:
