@@ -86,7 +86,7 @@ async def test_the_log_has_the_focus_at_once_and_shows_it() -> None:
     view = InstallView(installing([]), FakeMachine(), now=lambda: NOW)  # the first step waits
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: view.replayed)
+        await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         details = view.query_one("#details-box")
         assert app.focused is pane
@@ -137,7 +137,7 @@ async def test_a_search_highlights_its_matches_and_counts_them() -> None:
     view = InstallView(installing([STARTED]), FakeMachine(), now=lambda: NOW)
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: view.replayed)
+        await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         pane.add(
             [f"line {i}" for i in range(100)]
@@ -171,7 +171,7 @@ async def test_the_borders_fit_the_pane_at_80_columns() -> None:
     view = InstallView(installing([STARTED]), FakeMachine(), now=lambda: NOW)
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: view.replayed)
+        await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         room = pane.size.width  # the border's width less its corners and the title's spaces
         pane.add(["a needle-in-a-haystack-of-words line", "another needle-in-a-haystack-of-words"])
@@ -194,7 +194,7 @@ def searched_log():  # type: ignore[no-untyped-def]
 
     async def search(pilot) -> None:  # type: ignore[no-untyped-def]
         view = pilot.app.shell.view
-        await until(pilot, lambda: view.replayed)
+        await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         pane.add([f"Setting up package-{i} (1.0-{i}) ..." for i in range(40)])
         pane.add(["update-initramfs: Generating /boot/initrd.img-6.1.0-57-cloud-amd64"])
@@ -211,7 +211,7 @@ def searched_log():  # type: ignore[no-untyped-def]
 def sideways_log():  # type: ignore[no-untyped-def]
     async def sideways(pilot) -> None:  # type: ignore[no-untyped-def]
         view = pilot.app.shell.view
-        await until(pilot, lambda: view.replayed)
+        await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         pane.add(["short line", LONG, "another short line", LONG.replace("word", "item")])
         await pilot.pause(0.2)
