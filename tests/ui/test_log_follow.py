@@ -14,8 +14,8 @@ from textual.widgets import Static
 from gpuwizard.runner import events as ev
 from gpuwizard.screens.install import InstallView
 from gpuwizard.screens.widgets.log_pane import LogPane
-from tests.ui.pilots import FakeRun, ViewHarness, until
-from tests.ui.test_snapshots import NOW, STARTED, plan
+from tests.ui.pilots import FakeMachine, ViewHarness, until
+from tests.ui.test_snapshots import NOW, STARTED, installing
 
 HISTORY = [
     f"Get:{n} http://deb.debian.org/debian bookworm/main amd64 package-{n} 1.0-{n} [{n} kB]"
@@ -51,7 +51,7 @@ def reattach(log: Path, *extra: ev.RunEvent) -> tuple[InstallView, ViewHarness]:
         ev.ActionStarted("upgrade-kernel", 0, "apt-get -q update"),
         *extra,
     ]
-    view = InstallView(plan(), FakeRun(events, running=True), attach=True, now=lambda: NOW)
+    view = InstallView(installing(events), FakeMachine(), now=lambda: NOW)
     return view, ViewHarness(view)
 
 
@@ -97,7 +97,7 @@ async def test_a_pane_shrunk_by_the_dpkg_lock_hint_keeps_the_end_in_view(tmp_pat
     async with app.run_test(size=(80, 24)) as pilot:
         pane = view.query_one(LogPane)
         await settle(pilot, pane, HISTORY[-1])
-        assert "dpkg" in str(view.query_one("#hint", Static).render()), "the hint is on show"
+        assert "dpkg" in str(view.query_one("#hint").render()), "the hint is on show"
         await shows_end(pilot, pane, HISTORY[-1], "under the hint")
 
 
