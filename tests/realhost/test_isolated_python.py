@@ -93,9 +93,10 @@ def planted(tmp_path: Path) -> Planted:
 
 
 def test_the_planted_modules_would_run_without_isolation(planted: Planted) -> None:
-    """The fixture is real: a Python started there the old way imports them."""
+    """The fixture is real: a Python started there the old way imports them (json.py; under
+    coverage, whose start-up in every Python imports argparse first, argparse.py)."""
     subprocess.run([sys.executable, "-m", "json.tool", "--help"], cwd=planted.folder, capture_output=True, check=False)  # fmt: skip
-    assert "json.py ran" in planted.ran()
+    assert "json.py ran" in planted.ran() or "argparse.py ran" in planted.ran()
 
 
 @pytest.mark.slow
