@@ -7,6 +7,7 @@ session, render and write functions). It decides nothing about where the wizard 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from gpuwizard.bench.chart import ReferenceMark, reference_for
@@ -120,7 +121,10 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     table = driver.table
     target = target_from_facts(stage.context.facts, table)
 
+    @functools.lru_cache(maxsize=512)
     def recompute(request: SetupRequest) -> Recommendation | Refusal:
+        """The engine on this host, once per request: the view asks again for every value of
+        every tried wish each time a choice changes (it made ~170 calls to show Choose once)."""
         return recommend(table, target, request)
 
     request = stage.context.request
