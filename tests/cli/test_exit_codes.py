@@ -68,6 +68,9 @@ def test_130_interrupted(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=tmp_path,
+        # as a person runs it in a terminal: a test run started in the background (nohup, a
+        # non-interactive shell's &) ignores SIGINT, and an ignored signal is inherited
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stdout is not None
     seen = ""
