@@ -73,3 +73,21 @@ def test_an_environment_that_does_not_fit_is_used_and_said_so(tmp_path: Path) ->
 def test_no_torch_anywhere_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(BenchUsageError, match="no PyTorch found on this machine"):
         python_argv(NO_PYTHON, machine(tmp_path, False), facts_of("h100x8-ubuntu2204-fresh"))
+
+
+def test_a_python_given_on_a_real_machine_runs_isolated(tmp_path: Path) -> None:
+    python = tmp_path / "venv/bin/python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    given = argparse.Namespace(python=str(python))
+    argv, said = python_argv(given, machine(tmp_path, False), facts_of(H200_VM))
+    assert argv == (str(python), "-I") and said == str(python)
+
+
+def test_a_python_given_in_the_simulation_runs_the_stand_in_for_its_environment(
+    tmp_path: Path,
+) -> None:
+    given = argparse.Namespace(python="/opt/torch/.venv/bin/python3")
+    argv, said = python_argv(given, machine(tmp_path, True), facts_of(H200_VM))
+    assert argv[-2:] == ("--env", "/opt/torch/.venv") and said == given.python
