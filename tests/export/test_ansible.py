@@ -125,6 +125,7 @@ def test_every_golden_playbook_passes_syntax_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # the run's own bound is 300 s (the suite's default 120 cut it first)
 def test_every_golden_playbook_passes_ansible_lint_production(tmp_path: Path) -> None:
     """One ansible-lint run over all of them: it takes seconds to start."""
     binary = tool("ansible-lint")
