@@ -106,6 +106,7 @@ def is_cuda_variant(name: str) -> bool:
     return _CUDA_VARIANT.fullmatch(name) is not None
 
 
+@functools.lru_cache(maxsize=64)
 def variant_cuda(variant: str) -> str:
     """ "cu126" -> "12.6", "cu130" -> "13.0", "cu118" -> "11.8"."""
     return CudaVariant.parse(variant).cuda.text

@@ -8,6 +8,8 @@ not choose.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -57,12 +59,14 @@ class Candidate:
 Rule = Callable[[CompatTable, Target, Candidate], "str | None"]
 
 
+@functools.lru_cache(maxsize=1024)  # the engine asks the same few builds and GPUs very often
 def covers(arches: tuple[str, ...], compute_capability: str) -> bool:
     """A build serves a GPU with a listed capability, or a lower minor of the same major [S28]."""
     major, minor = (int(p) for p in compute_capability.split("."))
     return any(int(a.split(".")[0]) == major and int(a.split(".")[1]) <= minor for a in arches)
 
 
+@functools.lru_cache(maxsize=256)
 def _sm_range(arches: tuple[str, ...]) -> str:
     tags = [f"sm_{a.replace('.', '')}" for a in arches]
     return f"{tags[0]}–{tags[-1]}" if len(tags) > 1 else tags[0]

@@ -18,15 +18,18 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.version import Version, is_cuda_variant, variant_cuda
 from gpuwizard.recommend.os_support import OsRelease, compiled_data, source_digest
 
 Flavor = Literal["open", "proprietary"]
+K = TypeVar("K")
+R = TypeVar("R")
 
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -219,11 +222,38 @@ class CompatTable:
     operating_systems: tuple[OsRelease, ...]
     packages: dict[str, PackageNames]
 
+    # Lookups by key. The table is frozen, so each index is built once, on first use (the engine
+    # asks these a few hundred times per answer; a scan of the rows made it 4x slower).
+
+    @functools.cached_property
+    def _torch_index(self) -> dict[str, TorchRelease]:
+        return _first_by(self.torch_releases, lambda r: r.version)
+
+    @functools.cached_property
+    def _branch_index(self) -> dict[str, DriverBranch]:
+        return _first_by(self.drivers, lambda d: d.branch)
+
+    @functools.cached_property
+    def _listing_index(self) -> dict[str, GpuListing]:
+        return _first_by(self.gpu_listings, lambda g: g.device_id)
+
+    @functools.cached_property
+    def _cuda_index(self) -> dict[str, CudaRelease]:
+        return _first_by(self.cuda_releases, lambda c: c.cuda)
+
+    @functools.cached_property
+    def _build_index(self) -> dict[tuple[str, str], tuple[tuple[Version, Version, WheelBuild], ...]]:
+        rows: dict[tuple[str, str], list[tuple[Version, Version, WheelBuild]]] = {}
+        for b in self.wheel_builds:
+            bounds = (Version.parse(b.torch[0]), Version.parse(b.torch[1]), b)
+            rows.setdefault((b.variant, b.platform), []).append(bounds)
+        return {key: tuple(found) for key, found in rows.items()}
+
     def torch(self, version: str) -> TorchRelease | None:
-        return next((r for r in self.torch_releases if r.version == version), None)
+        return self._torch_index.get(version)
 
     def branch(self, branch: str) -> DriverBranch | None:
-        return next((d for d in self.drivers if d.branch == branch), None)
+        return self._branch_index.get(branch)
 
     def os_release(self, os_id: str, version: str) -> OsRelease | None:
         return next(
@@ -236,10 +266,10 @@ class CompatTable:
         return own or branch.latest
 
     def gpu_listing(self, device_id: str) -> GpuListing | None:
-        return next((g for g in self.gpu_listings if g.device_id == device_id), None)
+        return self._listing_index.get(device_id)
 
     def cuda(self, cuda: str) -> CudaRelease | None:
-        return next((c for c in self.cuda_releases if c.cuda == cuda), None)
+        return self._cuda_index.get(cuda)
 
     def build(self, variant: str, torch: str, platform: str) -> WheelBuild | None:
         """The build row for a release's variant on a platform, when the release lists it."""
@@ -250,16 +280,8 @@ class CompatTable:
 
     def _build_row(self, variant: str, torch: str, platform: str) -> WheelBuild | None:
         version = Version.parse(torch)
-        return next(
-            (
-                b
-                for b in self.wheel_builds
-                if b.variant == variant
-                and b.platform == platform
-                and Version.parse(b.torch[0]) <= version <= Version.parse(b.torch[1])
-            ),
-            None,
-        )
+        rows = self._build_index.get((variant, platform), ())
+        return next((b for low, high, b in rows if low <= version <= high), None)
 
     def mvc_floor(self, cuda: str) -> str | None:
         major = cuda.split(".")[0]
@@ -274,6 +296,14 @@ class CompatTable:
             return floor
         ga = self.cuda(cuda)
         return ga.ga_driver if ga else None
+
+
+def _first_by(rows: tuple[R, ...], key: Callable[[R], K]) -> dict[K, R]:
+    """Rows by a key; the first row wins where two share one (as a scan from the top finds)."""
+    found: dict[K, R] = {}
+    for row in rows:
+        found.setdefault(key(row), row)
+    return found
 
 
 def _check(condition: bool, where: str, message: str) -> None:
