@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.runner.failpoints import ENV as FAILPOINTS
 from gpuwizard.runner.lock import read_run_record
 from gpuwizard.sim.sandbox import place_for
 from tests.cli.helpers import gpuwizard
@@ -30,6 +31,18 @@ def test_1_not_confirmed_without_a_terminal(tmp_path: Path) -> None:
     done = gpuwizard(tmp_path, "--simulate", H100, "apply")  # stdin is not a terminal
     assert done.returncode == 1
     assert "not confirmed: nothing was changed" in done.stderr
+
+
+def test_1_a_runner_that_dies_at_every_start(tmp_path: Path) -> None:
+    """Issue 31 (5): after the reboot, every runner dies at its second state write; apply ends
+    at once with the runner's own last words and exit 1 (it once started one after another)."""
+    assert gpuwizard(tmp_path, "--simulate", H100, "apply", "--yes").returncode == 10
+    dies = {FAILPOINTS: "state.after_tmp_write=kill@2"}
+    done = gpuwizard(tmp_path, "--simulate", H100, "apply", "--yes", env=dies)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count("checking again") == 1, "the reboot is judged once"
+    assert "its last output: gpuwizard: failpoint state.after_tmp_write hit 2: kill" in done.stdout
+    assert "runner.log" in done.stdout
 
 
 def test_2_bad_input(tmp_path: Path) -> None:

@@ -102,3 +102,29 @@ async def test_opened_again_on_a_set_up_machine_the_export_is_the_setup_that_ran
         assert screen.note and "earlier run" in screen.note  # type: ignore[attr-defined]
         files = screen.render_format("script")  # type: ignore[attr-defined]
         assert "install-nvidia-driver" in files[0].content, "the plan that set the machine up"
+
+
+async def test_runners_that_die_at_every_start_end_the_wizard_with_their_last_words(
+    home: Path,
+) -> None:
+    """Issue 31 (5): after the reboot every runner dies at its second state write. Each Enter
+    on the failed check starts one more; the third death ends the wizard (exit 1), saying why."""
+    import dataclasses
+
+    from gpuwizard.runner.failpoints import ENV as FAILPOINTS
+    from gpuwizard.screens.refused import RefusedView
+
+    assert gpuwizard(home, "--simulate", PROFILE, "apply", "--yes").returncode == 10
+    backend = sim_backend(PROFILE, home=home / "gpuwizard")
+    dying = {**backend.env, FAILPOINTS: "state.after_tmp_write=kill@2"}
+    app = GpuWizardApp(dataclasses.replace(backend, env=dying))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(2):
+            await until(pilot, lambda: shows(pilot, ResumeView)() and view_of(pilot).done)  # type: ignore[attr-defined]
+            assert "failpoint state.after_tmp_write hit 2" in (view_of(pilot).stage.problem or "")  # type: ignore[attr-defined]
+            await pilot.press("enter")  # on: the check starts again
+        await until(pilot, shows(pilot, RefusedView))
+        assert "3 times in a row" in view_of(pilot).why
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.is_running)
+    assert app.return_code == 1

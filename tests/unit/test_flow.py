@@ -329,3 +329,35 @@ def test_enter_with_a_reboot_pending_reads_the_disk_and_starts_nothing() -> None
     assert flow.next_stage(stage, flow.RunAll()) == (stage, ())
     reboot, _ = flow.next_stage(stage, flow.RunEnded(disk(waiting_for_reboot())))
     assert isinstance(reboot, flow.AwaitingReboot)
+
+
+# --------------------------------------------------------------- runner after runner that dies
+@pytest.mark.parametrize(
+    "stage",
+    [
+        pytest.param(flow.Installing(PLAN, SELECTION), id="the install"),  # type: ignore[arg-type]
+        pytest.param(flow.Resuming(PLAN, SELECTION), id="the check after the reboot"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_front_end_stops_starting_runners_once_enough_died_in_a_row(stage: flow.Stage) -> None:
+    """Issue 31 (5): a runner that dies at every start (a full state disk, a bug) ends the front
+    end with its last words and exit 1, instead of one start after another for ever."""
+    from gpuwizard.runner.view import view_of
+    from tests.ui.pilots import envelopes
+
+    why = "the runner stopped without a final word (killed?); its last output: disk full"
+    died = view_of(
+        envelopes([ev.RunStarted("run-1", 1, None, ()), ev.RunStopped(StopReason.CRASHED, why)])
+    )
+    for deaths in range(1, flow.RUNNER_DEATHS_MAX):
+        after, _ = flow.next_stage(stage, flow.RunEnded(disk(journal()), died, deaths=deaths))
+        assert not isinstance(after, flow.Refused), f"{deaths} death(s): the person may retry"
+    after, effects = flow.next_stage(
+        stage, flow.RunEnded(disk(journal()), died, deaths=flow.RUNNER_DEATHS_MAX)
+    )
+    assert isinstance(after, flow.Refused) and after.code == flow.EXIT_FAILED and effects == ()
+    assert (
+        "3 times in a row" in after.why and "disk full" in after.why and "runner.log" in after.why
+    )
+    end, effects = flow.next_stage(after, flow.Continue())
+    assert effects == (flow.Exit(f"gpuwizard: {after.why}", flow.EXIT_FAILED),)

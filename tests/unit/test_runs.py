@@ -128,3 +128,38 @@ def test_a_skip_answers_a_failure_and_nothing_else(
     assert isinstance(after.ending, Stopped) and after.ending.reason is (
         StopReason.PAUSED if answered else view.ending.reason  # type: ignore[union-attr]
     )
+
+
+def test_a_runner_that_dies_is_said_to_with_its_last_words_and_counted(tmp_path: Path) -> None:
+    """Issue 31 (5): each runner launched here that dies adds one to ``deaths``, with the last
+    line it printed in the why (never an earlier runner's line); one that stops resets it."""
+    (tmp_path / "runner.log").write_text("an earlier runner's last line\n")
+    write(tmp_path, STARTED, STEP, ev.RunStopped(StopReason.PAUSED, "one step done"))
+    dies = (
+        sys.executable,
+        "-c",
+        "import sys; print('OSError: [Errno 28] No space left on device'); sys.exit(1)",
+    )
+    runs = RunFollower(machine(tmp_path, runner=dies))
+    for n in (1, 2):
+        assert runs.launch(RunMode.STEP) is False
+        ended = runs.look()
+        assert ended is not None and ended.ended and runs.deaths == n
+        assert ended.view.ending == Stopped(
+            StopReason.NO_RUNNER,
+            f"{NO_RUNNER}; its last output: OSError: [Errno 28] No space left on device",
+            "install-headers",
+        )
+    silent = RunFollower(machine(tmp_path, runner=(sys.executable, "-c", "raise SystemExit(3)")))
+    silent.launch(RunMode.STEP)
+    ended = silent.look()
+    assert ended is not None and ended.view.ending.why == NO_RUNNER, (
+        "it printed nothing: no earlier line"
+    )  # type: ignore[union-attr]
+    write(tmp_path, STARTED, ev.RunStopped(StopReason.PAUSED, "one step done"))
+    record = runner_alive(tmp_path)
+    runs.catch_up()
+    runs.attach()
+    runner_ended(tmp_path, record, outcome="stopped")
+    ended = runs.look()
+    assert ended is not None and ended.ended and runs.deaths == 0, "a runner that stopped resets it"

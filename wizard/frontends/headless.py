@@ -282,9 +282,14 @@ class Script:
         return flow.RunAll()
 
     def failed(self, view: RunView) -> int:
+        """The run stopped where nothing leads on: a failure the runner told already, or a
+        runner that died (``apply`` starts no other: the next run of the command does)."""
         ending = view.ending
         if isinstance(ending, Stopped) and ending.reason is StopReason.NO_RUNNER:
             return self.runner_did_not_start()
+        if isinstance(ending, Stopped) and ending.reason is StopReason.CRASHED:
+            log = self.driver.state_dir / "runner.log"
+            self.out.write(f"==> stopped: {ending.why}\n    (the runner's output is in {log})\n")
         return EXIT_FAILED
 
     def watched(self) -> int | None:

@@ -242,7 +242,9 @@ class CompatTable:
         return _first_by(self.cuda_releases, lambda c: c.cuda)
 
     @functools.cached_property
-    def _build_index(self) -> dict[tuple[str, str], tuple[tuple[Version, Version, WheelBuild], ...]]:
+    def _build_index(
+        self,
+    ) -> dict[tuple[str, str], tuple[tuple[Version, Version, WheelBuild], ...]]:
         rows: dict[tuple[str, str], list[tuple[Version, Version, WheelBuild]]] = {}
         for b in self.wheel_builds:
             bounds = (Version.parse(b.torch[0]), Version.parse(b.torch[1]), b)

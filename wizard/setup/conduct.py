@@ -77,7 +77,8 @@ def wait(driver: SetupDriver, front: FrontEnd, stage: Stage) -> Answer | int:
     while True:
         if following and (progress := driver.runs.look()) is not None:
             if progress.ended:
-                return RunEnded(driver.disk(), progress.view, progress.news)
+                runs = driver.runs
+                return RunEnded(driver.disk(), progress.view, progress.news, runs.deaths)
             return RunProgressed(progress.view, progress.news)
         answer = front.answer(stage, POLL_S if following else None)
         if answer is not None:

@@ -140,6 +140,7 @@ class SetupDriver:
             if progress is None:
                 time.sleep(POLL_S)
         ending = self.runs.view.ending
+        self.runs.deaths = 0  # the reboot takes its runner down: no death of the kind that repeats
         # Gone without a last word is what a reboot does to it; anything it said is its answer.
         if isinstance(ending, Stopped) and ending.reason not in GONE_WITH_THE_MACHINE:
             return Rebooted(back=False, failed=ending.why)

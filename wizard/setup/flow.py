@@ -27,7 +27,7 @@ from gpuwizard.core.selection import Selection
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import JournalData
-from gpuwizard.runner.view import RunView
+from gpuwizard.runner.view import RunView, Stopped
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.stages import (
     AskingReboot,
@@ -176,6 +176,9 @@ class RunEnded:
     disk: DiskState
     view: RunView | None = None
     news: tuple[ev.RunEvent, ...] = ()
+    deaths: int = 0
+    """Runners in a row, this one included, that died rather than stopped (killed, never came
+    up, crashed on a bug): a front end stops after ``RUNNER_DEATHS_MAX``."""
 
 
 @dataclass(frozen=True)
@@ -356,6 +359,9 @@ Effect = (
     | Exit
 )
 
+RUNNER_DEATHS_MAX = 3
+"""Runners in a row that may die before a front end stops starting them (a full or read-only
+state disk, a damaged file or a bug kills every one the same way)."""
 ABORTED = "Install aborted. Finished steps stay done; run gpuwizard again to continue."
 REBOOTING = "The machine is rebooting. Log in again and run the same command to continue."
 CHANGED = "The machine changed since the plan was reviewed: choose and review again."
@@ -603,6 +609,8 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
             return _stay(replace(stage, run=answer.view, awaiting=True))
         case RunEnded():
             view = answer.view or stage.run
+            if (dying := _dying(answer, view)) is not None:
+                return _stay(dying)
             return _run_ended(replace(stage, run=view, awaiting=False), answer.disk)
         case RunStep() | Retry() if stage.mode != "running":
             return _go_on(stage)
@@ -651,6 +659,19 @@ def _run_ended(stage: Installing, disk: DiskState) -> Next:
     return _stay(replace(stage, attach=False))  # failed, paused or stopped: still here
 
 
+def _dying(answer: RunEnded, view: RunView) -> Refused | None:
+    """The end of the setup here when runner after runner dies: no more are started, and the
+    last one's words say why (exit 1)."""
+    ending = view.ending
+    if answer.deaths < RUNNER_DEATHS_MAX or not isinstance(ending, Stopped):
+        return None
+    why = (
+        f"the runner died {answer.deaths} times in a row, so gpuwizard starts no more: "
+        f"{ending.why}. Its output is in runner.log in the state directory"
+    )
+    return Refused(why, EXIT_FAILED)
+
+
 def _after_watching(stage: Watching, answer: Answer) -> Next:
     match answer:
         case RunProgressed() | Launched():
@@ -667,7 +688,8 @@ def _after_resuming(stage: Resuming, answer: Answer) -> Next:
         case RunProgressed() | Launched():
             return _stay(replace(stage, run=answer.view))
         case RunEnded():
-            return _stay(replace(stage, run=answer.view or stage.run, checked=True))
+            view = answer.view or stage.run
+            return _stay(_dying(answer, view) or replace(stage, run=view, checked=True))
         case Continue() if stage.checked:  # an answer given up front is used once
             return Looking(stage.request), (Detect(),)
     return _stay(stage)

@@ -11,7 +11,9 @@ without one (killed). It never decides where the wizard goes: gpuwizard.setup.fl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from gpuwizard.core.safetext import one_line
 from gpuwizard.machine.detect.platform import read_boot_mark
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import (
@@ -29,7 +31,13 @@ from gpuwizard.runner.view import RunView, Stopped, fold
 from gpuwizard.setup.flow import RunMode
 
 NO_RUNNER = "the runner did not start; its output is in runner.log in the state directory"
-CRASHED = "the runner stopped without a final word (killed?); r retries the step"
+CRASHED = "the runner stopped without a final word (killed?)"
+DIED = frozenset({StopReason.NO_RUNNER, StopReason.CRASHED})
+"""How a runner ends that died rather than stopped: it never came up, it was killed, or it
+crashed on a bug (the runner says so itself, then exits)."""
+RUNNER_LOG = "runner.log"
+_TAIL_BYTES = 4096
+_LINE_MAX = 240
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,12 @@ class RunFollower:
         self.launched_at: int | None = None
         """The view's invocation count when this front end launched a runner (None: it found
         one at work): a runner gone before its RunStarted never came up."""
+        self.log_from: int | None = None
+        """Where runner.log ended when this front end launched its runner: what follows is
+        that runner's output (None: it found one at work)."""
+        self.deaths = 0
+        """Runners in a row, launched or followed here, that died rather than stopped (``DIED``);
+        a runner that stops with its own last word sets it back to 0."""
 
     # -------------------------------------------------------------------------- looking
     def look(self) -> Progress | None:
@@ -75,6 +89,8 @@ class RunFollower:
         if self.awaiting and not alive:
             self.awaiting = False
             self.view = self.said_gone(self.view)
+            died = isinstance(self.view.ending, Stopped) and self.view.ending.reason in DIED
+            self.deaths = self.deaths + 1 if died else 0
             return Progress((), self.view, ended=True)
         return None
 
@@ -82,10 +98,20 @@ class RunFollower:
         """The view once its runner is gone: as it left it, or saying it never came up or was
         killed, when it did not say how it ended."""
         if self.launched_at is not None and view.invocation == self.launched_at:
-            return fold(view, _stop(StopReason.NO_RUNNER, NO_RUNNER, view.current))
+            return fold(
+                view, _stop(StopReason.NO_RUNNER, NO_RUNNER + self.last_words(), view.current)
+            )
         if view.running:
-            return fold(view, _stop(StopReason.CRASHED, CRASHED, view.current))
+            return fold(view, _stop(StopReason.CRASHED, CRASHED + self.last_words(), view.current))
         return view
+
+    def last_words(self) -> str:
+        """The last line the runner launched here printed, as a clause ("" when it printed none,
+        or it was found at work): why it died, when it could say (a traceback's last line)."""
+        if self.log_from is None:
+            return ""
+        line = last_line(self.machine.state_dir / RUNNER_LOG, self.log_from)
+        return f"; its last output: {line}" if line else ""
 
     def catch_up(self) -> tuple[RunView, tuple[ev.RunEvent, ...]]:
         """Read the whole history written so far: the run as it folds, and the events read."""
@@ -126,6 +152,7 @@ class RunFollower:
         state_dir = self.machine.state_dir
         with starting(state_dir):  # one front end at a time starts a runner (T11)
             previous = read_run_record(state_dir)
+            self.log_from = _size(state_dir / RUNNER_LOG)
             process = launch(
                 [*self.machine.runner, *flags],
                 state_dir,
@@ -135,6 +162,28 @@ class RunFollower:
             started = wait_until_started(state_dir, process, previous)
         self.awaiting, self.launched_at = True, self.view.invocation
         return started
+
+
+def last_line(log: Path, start: int) -> str | None:
+    """The last line written to ``log`` after byte ``start`` (its last 4 KiB at most), made safe
+    to show on one line; None when nothing was."""
+    try:
+        with log.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(start, size - _TAIL_BYTES))
+            data = f.read(_TAIL_BYTES)
+    except OSError:
+        return None
+    lines = [one_line(raw) for raw in data.decode("utf-8", "replace").splitlines()]
+    line = next((line for line in reversed(lines) if line), None)
+    return line if line is None or len(line) <= _LINE_MAX else line[: _LINE_MAX - 1] + "…"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def skipped(view: RunView) -> RunView:
