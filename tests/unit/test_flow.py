@@ -359,5 +359,5 @@ def test_a_front_end_stops_starting_runners_once_enough_died_in_a_row(stage: flo
     assert (
         "3 times in a row" in after.why and "disk full" in after.why and "runner.log" in after.why
     )
-    end, effects = flow.next_stage(after, flow.Continue())
+    _, effects = flow.next_stage(after, flow.Continue())
     assert effects == (flow.Exit(f"gpuwizard: {after.why}", flow.EXIT_FAILED),)

@@ -9,7 +9,6 @@ not choose.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
