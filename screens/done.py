@@ -66,10 +66,12 @@ class DoneView(StageView):
         *,
         driver: InstalledDriver | None = None,
         cli_args: tuple[str, ...] = (),
+        left: tuple[str, ...] = (),
     ) -> None:
         """``bench``: the benchmark's headline and results file, when one ran; ``exports``: the
         files written on the Export screen; ``driver``: the driver this run installed;
-        ``cli_args``: what chooses this machine on the command line (``--simulate PROFILE``)."""
+        ``cli_args``: what chooses this machine on the command line (``--simulate PROFILE``);
+        ``left``: the titles of the steps the person skipped (the setup is not complete)."""
         super().__init__()
         self.exports = exports or []
         self.summary = summary
@@ -78,6 +80,7 @@ class DoneView(StageView):
         self.bench = bench
         self.driver = driver
         self.cli_args = cli_args
+        self.left = left
 
     def compose(self) -> ComposeResult:
         summary = Table.grid(padding=(0, 0, 0, 2))  # a long line wraps under itself
@@ -94,11 +97,20 @@ class DoneView(StageView):
             text.append(*part("".join(f"  {path}\n" for path in self.exports)))
         text.append("\nNext:", style="bold")
         with VerticalScroll(id="done-body"):
-            yield Static(Text("Done: the GPU server is set up.\n", style="bold green"))
+            yield Static(self.headline())
             yield Static(summary)
             yield Static(text)
             yield Static(self.next_steps())
             yield Static(plain(f"\nLogs: {self.logs}", "dim"))
+
+    def headline(self) -> Text:
+        """Set up; or, with steps the person skipped, not quite: each is named."""
+        if not self.left:
+            return Text("Done: the GPU server is set up.\n", style="bold green")
+        text = Text("Done, except what you skipped: ", style="bold yellow")
+        text.append(*part("; ".join(f"⊘ {title}" for title in self.left), "bold yellow"))
+        text.append(*part(". The setup is not complete without it: `gpuwizard doctor` checks it.\n"))
+        return text
 
     def next_steps(self) -> Group:
         """The environment's commands, then each gpuwizard command beside what it does (the

@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical
 from gpuwizard.runner import events as ev
 from gpuwizard.screens import install_parts as parts
 from gpuwizard.screens.capabilities import RunDetails
-from gpuwizard.screens.modals import SearchScreen, SecretScreen
+from gpuwizard.screens.modals import ConfirmScreen, SearchScreen, SecretScreen
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.drawn import Drawn, DrawnLine
@@ -250,9 +250,21 @@ class InstallView(StageView, can_focus=False):
             self.answer(Retry())
 
     def action_skip(self) -> None:
-        current = self.stage.current
-        if self.mode != "running" and current is not None:
-            self.answer(Skip(current.id))
+        """Leave the step undone, once the person has read what that costs: it is marked
+        skipped (never done), and Done, the export and the doctor name it."""
+        step = self.stage.current
+        if self.mode == "running" or step is None:
+            return
+
+        def answered(skip: bool | None) -> None:
+            if skip and self.stage.current == step and self.mode != "running":
+                self.answer(Skip(step.id))
+
+        question = (
+            f"Skip “{step.title}”? It is needed here: {step.why}\n\nIt stays undone, marked ⊘ "
+            "skipped (not done); Done, the export and `gpuwizard doctor` will name it."
+        )
+        self.app.push_screen(ConfirmScreen(question, "skip it", "keep it"), answered)
 
     def action_abort(self) -> None:
         if self.mode != "running":

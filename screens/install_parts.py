@@ -51,11 +51,13 @@ def progress_line(stage: Installing, now: datetime) -> str:
     """ "3/8 done · now: Install the NVIDIA driver · running 2:05"."""
     todo = [s for s in stage.plan.steps if not s.satisfied]
     finished = sum(1 for s in todo if stage.state_of(s) in ("done", "skipped", "awaiting_reboot"))
+    left = sum(1 for s in todo if stage.state_of(s) == "left")
     current, mode = stage.current, stage.mode
     running = stage.run.steps.get(current.id) if current and mode == "running" else None
     spent = elapsed(running.started, now) if running else ""
     verb = {"waiting": "next", "running": "now", "failed": "failed"}[mode]
-    return f"{finished}/{len(todo)} done · {verb}: {current.title if current else ''}{spent}"
+    skipped = f" · {left} skipped" if left else ""
+    return f"{finished}/{len(todo)} done{skipped} · {verb}: {current.title if current else ''}{spent}"
 
 
 # ------------------------------------------------------------------------------ the details

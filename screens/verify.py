@@ -20,9 +20,11 @@ class VerifyView(StageView):
     ]
     DEFAULT_CSS = "VerifyView #verify-body { padding: 1 2; }"
 
-    def __init__(self, report: VerifyReport | None) -> None:
+    def __init__(self, report: VerifyReport | None, left: tuple[str, ...] = ()) -> None:
+        """``left``: the titles of the steps the person skipped (named: the setup is not complete)."""
         super().__init__()
         self.report = report
+        self.left = left
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="verify-body"):
@@ -42,6 +44,8 @@ class VerifyView(StageView):
             text.append(*part(f"  {device}\n"))
         for problem in report.problems:
             text.append(*part(f"  ✗ {problem}\n", "red"))
+        for title in self.left:
+            text.append(*part(f"  ⊘ skipped by you: {title} (the setup is not complete)\n", "yellow"))
         return text
 
     def action_proceed(self) -> None:

@@ -15,6 +15,7 @@ MARKS = {
     "running": ("▶", "bold yellow"),
     "done": ("✓", "green"),
     "skipped": ("–", "dim"),
+    "left": ("⊘", "yellow"),
     "failed": ("✗", "bold red"),
     "awaiting_reboot": ("↻", "cyan"),
     "next": ("?", "bold"),

@@ -28,6 +28,7 @@ from gpuwizard.doctor.driver import (
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.gpu_health import check_clocks, check_fabric_manager
 from gpuwizard.doctor.hardware import check_ecc, check_pcie, check_xids
+from gpuwizard.doctor.wizard_run import check_skipped_steps
 from gpuwizard.doctor.observed import (
     BatchFit,
     BenchFits,
@@ -187,6 +188,10 @@ CASES = [
                  ["/dev/nvidiactl", "nvidia-modprobe"], id="dev-nodes: none after install"),
     pytest.param(H200, same, lambda seen: dataclasses.replace(seen, dev_nodes=("nvidia0", "nvidia1", "nvidiactl")), check_dev_nodes, "warn",
                  ["nvidia-uvm"], id="dev-nodes: no nvidia-uvm"),
+    # skipped-steps: what the person skipped in the wizard's run (issue 31)
+    pytest.param(H100, same, lambda s: dataclasses.replace(s, left=()), check_skipped_steps, "ok", ["No step"], id="skipped-steps: none"),
+    pytest.param(H100, same, lambda s: dataclasses.replace(s, left=("Install Fabric Manager",)), check_skipped_steps, "warn",
+                 ["Skipped in the setup: Install Fabric Manager", "not complete", "Run gpuwizard again"], id="skipped-steps: Fabric Manager"),
     # persistence
     pytest.param(V100, same, same, check_persistence, "ok", ["stays initialised"], id="persistence: on"),
     pytest.param(H200, same, same, check_persistence, "warn", ["nvidia-persistenced", "GPU 0, 1"], id="persistence: off"),

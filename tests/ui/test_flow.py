@@ -145,3 +145,64 @@ async def test_a_machine_that_cannot_be_looked_at_ends_the_wizard_with_one_line(
         "gpuwizard: could not look at this machine: "
         "[Errno 13] Permission denied: '/sys/bus/pci/devices'"
     )
+
+
+async def test_a_skipped_needed_step_is_asked_marked_and_named_to_the_end(home: Path) -> None:
+    """Issue 31 (4): Fabric Manager's apt fails on the H100 x8; `s` asks first and names what the
+    step is for; the skipped step has its own mark, is not counted as done, and Verify, Done,
+    the export and the doctor name it."""
+    from gpuwizard.screens.modals import ConfirmScreen
+    from gpuwizard.screens.widgets.step_list import StepList
+    from tests.cli.helpers import gpuwizard
+
+    profile, title = "h100x8-ubuntu2204-fresh", "Install NVIDIA Fabric Manager (NVSwitch)"
+    backend = sim_backend(profile, home=home / "gpuwizard")
+    fails = {"rules": [{"tool": "apt-get", "match": "nvidia-fabricmanager", "times": 1, "exit": 100,
+                        "output": "E: Unable to locate package nvidia-fabricmanager-580"}]}  # fmt: skip
+    (backend.state_dir.parent / "sandbox" / "scenario.json").write_text(json.dumps(fails))
+    app = GpuWizardApp(backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
+            await until(pilot, shows(pilot, view))
+            await pilot.press(key)
+        await until(pilot, shows(pilot, InstallView))
+        install = view_of(pilot)
+        await pilot.press("a")
+        await until(pilot, lambda: install.mode == "failed")
+        assert install.current == "install-fabric-manager"
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = str(app.screen.query_one(Static).render())
+        assert f"Skip “{title}”" in asked and "without it CUDA sees no usable GPU" in asked, asked
+        await pilot.press("n")  # kept: nothing changes
+        await pilot.pause()
+        assert install.mode == "failed" and install.current == "install-fabric-manager"
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: install.mode == "waiting")
+        assert install.query_one(StepList).states["install-fabric-manager"] == "left"
+        assert " · 1 skipped · " in install.progress.key, install.progress.key
+        await pilot.press("a")
+        for view, key in ((RebootView, "r"),):
+            await until(pilot, shows(pilot, view))
+            await pilot.press(key)
+        await until(pilot, lambda: shows(pilot, ResumeView)() and view_of(pilot).done)
+        await pilot.press("enter")
+        await until(pilot, shows(pilot, InstallView))
+        await pilot.press("a")
+        await until(pilot, shows(pilot, VerifyView))
+        assert f"skipped by you: {title}" in str(view_of(pilot).summary())
+        await pilot.press("enter")
+        await until(pilot, shows(pilot, BenchmarkView))
+        await pilot.press("s")
+        await until(pilot, shows(pilot, ExportView))
+        assert f"skipped {title} on this machine" in (view_of(pilot).note or "")
+        await pilot.press("c")
+        await until(pilot, shows(pilot, DoneView))
+        headline = str(view_of(pilot).headline())
+        assert f"Done, except what you skipped: ⊘ {title}" in headline, headline
+        assert "set up." not in headline
+    doctor = gpuwizard(home, "--simulate", profile, "doctor")
+    assert f"Skipped in the setup: {title}" in doctor.stdout, doctor.stdout
+    assert "Fabric Manager not installed" in doctor.stdout

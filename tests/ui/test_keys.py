@@ -16,6 +16,7 @@ from gpuwizard.screens.reboot import RestartQuestionView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.waiting import LookingView
+from gpuwizard.setup.flow import Skip
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
 from tests.ui.pilots import FakeMachine, ViewHarness, after, until
 from tests.ui.test_benchmark import whole_run
@@ -105,7 +106,10 @@ async def test_install_footer_shows_only_the_keys_that_act_in_each_mode() -> Non
         await pilot.pause(0.1)
         actions = {key.action for key in footer_keys(app)}
         assert {"retry", "skip", "abort"} <= actions and "run_step" not in actions
-        await pilot.press("s")  # the failure answered by a skip: waiting for a go-ahead again
+        await pilot.press("s")  # a needed step: asked first
+        assert not app.answers or not isinstance(app.answers[-1], Skip), "not before the answer"
+        await pilot.press("y")  # the failure answered by a skip: waiting for a go-ahead again
+        await until(pilot, lambda: bool(app.answers) and isinstance(app.answers[-1], Skip))
         failed.update(after(failed.stage, app.answers[-1]))  # type: ignore[arg-type]
         await until(pilot, lambda: "run_step" in {k.action for k in footer_keys(app)})
         assert "retry" not in {key.action for key in footer_keys(app)}

@@ -27,11 +27,13 @@ from gpuwizard.doctor.logs import log_findings
 from gpuwizard.doctor.observed import Observed
 from gpuwizard.doctor.secure_boot import check_secure_boot
 from gpuwizard.doctor.training import check_multi_node, check_out_of_memory
+from gpuwizard.doctor.wizard_run import check_skipped_steps
 from gpuwizard.recommend.table import CompatTable
 
 Check = Callable[[HostFacts, Observed, CompatTable], "Finding | None"]
 
 CHECKS: tuple[Check, ...] = (
+    check_skipped_steps,
     check_driver,
     check_gpu_support,
     check_nouveau,

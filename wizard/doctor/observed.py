@@ -159,6 +159,8 @@ class Observed:
     the journal recorded), or None."""
     arch_lists: tuple[ArchList, ...] = ()
     """What each existing environment's torch said of its architectures, by its interpreter."""
+    left: tuple[str, ...] | None = None
+    """The titles of the steps the person skipped in the wizard's run (None: no run here)."""
 
     def arch_list(self, python: str) -> ArchList | None:
         return next((a for a in self.arch_lists if a.python == python), None)

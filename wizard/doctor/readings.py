@@ -312,6 +312,7 @@ def read_observed(
         unread=(*unread, *logs_unread),
         reboot_pending=pending_reboot(journal, facts.boot.boot_id),
         arch_lists=read_arch_lists(host, facts),
+        left=journal.left if journal else None,
     )
 
 

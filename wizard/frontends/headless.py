@@ -26,7 +26,7 @@ from gpuwizard.frontends.secretinput import Secret
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
-from gpuwizard.runner.journal import FINISHED_STATES
+from gpuwizard.runner.journal import PASSED_STATES
 from gpuwizard.runner.view import RunView, Stopped, told_by
 from gpuwizard.setup import flow
 from gpuwizard.setup.conduct import conduct
@@ -325,7 +325,7 @@ class Script:
     def finished_steps(self) -> set[str]:
         journal = self.driver.disk().journal
         steps = journal.steps if journal is not None else ()
-        return {r.id for r in steps if r.state in FINISHED_STATES or r.state == "awaiting_reboot"}
+        return {r.id for r in steps if r.state in PASSED_STATES or r.state == "awaiting_reboot"}
 
     def require_secrets(self, plan: Plan, done: Collection[str] = ()) -> None:
         """Refuse, before any change, a plan whose steps need a secret nobody can give: not

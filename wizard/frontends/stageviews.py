@@ -45,7 +45,7 @@ from gpuwizard.screens.verify import VerifyView
 from gpuwizard.screens.waiting import LookingView
 from gpuwizard.setup import flow
 from gpuwizard.setup.driver import SetupDriver
-from gpuwizard.setup.setups import SetupError, exportable_setup
+from gpuwizard.setup.setups import SetupError, exportable_setup, left_note
 
 DATALOAD_DIR = "/var/tmp"
 """Where the data-loading check writes its scratch files: a disk datasets usually share."""
@@ -76,7 +76,7 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.Resuming():
             return ResumeView(stage)
         case flow.Verifying():
-            return VerifyView(stage.facts.installs.verification)
+            return VerifyView(stage.facts.installs.verification, stage.left)
         case flow.Benchmarking():
             return benchmark_view(stage.facts, stage.selection, driver, again=stage.attempt > 0)
         case flow.Exporting():
@@ -91,6 +91,7 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
                 list(stage.exports),
                 driver=installed_driver(stage.selection, stage.facts),
                 cli_args=driver.backend.cli_args,
+                left=stage.left,
             )
         case flow.Refused():
             return RefusedView(stage.why, can_go_back=stage.back is not None)
@@ -192,7 +193,7 @@ def benchmark_view(
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
-    source, note = ExportSource(stage.plan, stage.selection, stage.facts), None
+    source, note = ExportSource(stage.plan, stage.selection, stage.facts), left_note(stage.left)
     if source.already_set_up:  # this run only verified: export the run that set it up
         try:
             setup = exportable_setup(driver.state_dir)

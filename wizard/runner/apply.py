@@ -40,8 +40,9 @@ from gpuwizard.runner.events import (
 from gpuwizard.runner.executor import Outcome
 from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.journal import (
-    FINISHED_STATES,
     MAX_REBOOTS_PER_STEP,
+    PASSED_STATES,
+    SKIPPED_BY_YOU,
     BootAnswer,
     Journal,
     RebootRecord,
@@ -233,7 +234,7 @@ class Applier:
         if not any(r.state == "awaiting_reboot" for r in self.journal.data.steps):
             return False
         failures = yield from self.verify_waiting(self.probe())
-        unfinished = [r for r in self.journal.data.steps if r.state not in FINISHED_STATES]
+        unfinished = [r for r in self.journal.data.steps if r.state not in PASSED_STATES]
         if not unfinished:
             return False
         why = failures[0][1] if failures else f"{unfinished[0].id}: {unfinished[0].reason}"
@@ -259,11 +260,11 @@ class Applier:
             return
         for planned in self.journal.data.plan.steps:
             record = self.journal.data.record(planned.id)
-            if record.state in FINISHED_STATES or record.state == "awaiting_reboot":
+            if record.state in PASSED_STATES or record.state == "awaiting_reboot":
                 continue
             if record.id in self.journal.data.skip_requested:
-                self.journal.update(record.id, state="skipped", reason="skipped by you")
-                yield StepSkipped(record.id, "skipped by you")
+                self.journal.update(record.id, state="left", reason=SKIPPED_BY_YOU)
+                yield StepSkipped(record.id, SKIPPED_BY_YOU, by_you=True)
                 continue
             outcome = yield from self.run_step(planned, record)
             if outcome != "continue":
@@ -288,7 +289,7 @@ class Applier:
 
     def remaining(self) -> bool:
         return any(
-            r.state not in FINISHED_STATES and r.state != "awaiting_reboot"
+            r.state not in PASSED_STATES and r.state != "awaiting_reboot"
             for r in self.journal.data.steps
         )
 

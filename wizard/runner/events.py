@@ -57,6 +57,8 @@ class StepSkipped:
     KIND: ClassVar[str] = "step-skipped"
     step: str
     reason: str
+    by_you: bool = False
+    """The person skipped it (it is left undone); else the host had it already."""
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,13 @@ from gpuwizard.runner.files import write_atomic
 SCHEMA = 2
 """2: the selection keeps the request it was made from (1: only its optional parts, ``extras``)."""
 MAX_REBOOTS_PER_STEP = 2
-StepState = Literal["pending", "running", "awaiting_reboot", "done", "failed", "skipped"]
+StepState = Literal["pending", "running", "awaiting_reboot", "done", "failed", "skipped", "left"]
+"""``skipped``: nothing to do (the host had it already); ``left``: the person skipped it, so it
+is not done, and the setup is named incomplete wherever it is reported (Done, export, doctor)."""
 FINISHED_STATES = ("done", "skipped")
+PASSED_STATES = (*FINISHED_STATES, "left")
+"""States a run goes past: finished, or left undone by the person."""
+SKIPPED_BY_YOU = "skipped by you"
 
 
 class JournalError(RuntimeError):
@@ -98,6 +103,12 @@ class JournalData:
 
     def record(self, step_id: str) -> StepRecord:
         return next(r for r in self.steps if r.id == step_id)
+
+    @property
+    def left(self) -> tuple[str, ...]:
+        """The titles of the steps the person skipped (``left``): the setup is incomplete."""
+        titles = {step.id: step.title for step in self.plan.steps}
+        return tuple(titles.get(r.id, r.id) for r in self.steps if r.state == "left")
 
 
 MAX_JOURNAL_BYTES = 16 * 1024 * 1024

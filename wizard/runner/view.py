@@ -19,7 +19,7 @@ from gpuwizard.core.plan import assert_never
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 
-StepStatus = Literal["pending", "running", "done", "failed", "skipped", "awaiting_reboot"]
+StepStatus = Literal["pending", "running", "done", "failed", "skipped", "left", "awaiting_reboot"]
 TAIL_LINES = 20
 """Lines of the running step's output the view keeps (for the known-error hint)."""
 
@@ -120,7 +120,8 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
             )
             return replace(view, current=event.step, command=None, tail=(), prompt=None)
         case ev.StepSkipped():
-            return _step(view, event.step, status="skipped", reason=event.reason)
+            status = "left" if event.by_you else "skipped"
+            return _step(view, event.step, status=status, reason=event.reason)
         case ev.ActionStarted():
             return replace(view, current=event.step, command=event.command)
         case ev.LogLines():

@@ -524,15 +524,24 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
             if isinstance(answer, Continue):
                 report = stage.facts.installs.verification
                 if report is not None and report.ok:
-                    return _stay(Benchmarking(stage.facts, stage.plan, stage.selection))
-                return _stay(Done(stage.plan, stage.selection, facts=stage.facts))
+                    return _stay(
+                        Benchmarking(stage.facts, stage.plan, stage.selection, left=stage.left)
+                    )
+                return _stay(Done(stage.plan, stage.selection, facts=stage.facts, left=stage.left))
             return _stay(stage)
         case Benchmarking():
             return _after_benchmark(stage, answer)
         case Exporting():
             if isinstance(answer, Exported):
                 return _stay(
-                    Done(stage.plan, stage.selection, stage.bench, answer.paths, stage.facts)
+                    Done(
+                        stage.plan,
+                        stage.selection,
+                        stage.bench,
+                        answer.paths,
+                        stage.facts,
+                        stage.left,
+                    )
                 )
             return _stay(stage)
         case Done():
@@ -555,7 +564,7 @@ def _after_looking(stage: Looking, answer: Answer) -> Next:
     journal = answer.disk.journal
     if stage.then_verify:
         plan, selection = (journal.plan, journal.selection) if journal else (None, None)
-        return _stay(Verifying(answer.facts, plan, selection))
+        return _stay(Verifying(answer.facts, plan, selection, journal.left if journal else ()))
     return entered(
         start(
             answer.disk,
@@ -729,5 +738,8 @@ def _after_benchmark(stage: Benchmarking, answer: Answer) -> Next:
     if not isinstance(answer, Benchmarked):
         return _stay(stage)
     if stage.plan is None or stage.selection is None:
-        return _stay(Done(stage.plan, stage.selection, answer.headline, facts=stage.facts))
-    return _stay(Exporting(stage.facts, stage.plan, stage.selection, answer.headline))
+        done = Done(stage.plan, stage.selection, answer.headline, facts=stage.facts, left=stage.left)
+        return _stay(done)
+    return _stay(
+        Exporting(stage.facts, stage.plan, stage.selection, answer.headline, stage.left)
+    )

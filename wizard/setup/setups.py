@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
-from gpuwizard.runner.journal import Journal, JournalError
+from gpuwizard.runner.journal import Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL, PLANNED_FACTS
 
 
@@ -40,32 +40,42 @@ def exportable_setup(state_dir: Path) -> Setup | None:
     if not (state_dir / JOURNAL).exists():
         return None
     try:
-        latest = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS)
+        latest, journal = _source(state_dir / JOURNAL, state_dir / PLANNED_FACTS)
     except JournalError as error:
         raise SetupError(f"cannot read the wizard's journal: {error}") from None
     except (OSError, ValueError) as error:
         raise SetupError(f"cannot read the facts the plan was made on: {error}") from None
     if not latest.already_set_up:
-        return Setup(latest)
-    for journal in sorted(state_dir.glob("journal-before-run-*.json"), key=_mtime, reverse=True):
-        facts = state_dir / journal.name.replace("journal-", "planned-facts-", 1)
+        return Setup(latest, left_note(journal.left))
+    for older in sorted(state_dir.glob("journal-before-run-*.json"), key=_mtime, reverse=True):
+        facts = state_dir / older.name.replace("journal-", "planned-facts-", 1)
         try:
-            earlier = _source(journal, facts)
+            earlier, _ = _source(older, facts)
         except (JournalError, OSError, ValueError):
             continue  # an older run's files, or one from before facts were kept: not usable
         if not earlier.already_set_up:
             note = (
                 "exported the setup an earlier run made here (its journal was last saved "
-                f"{_day(_mtime(journal))}); the latest run only verified it"
+                f"{_day(_mtime(older))}); the latest run only verified it"
             )
             return Setup(earlier, note)
     return Setup(latest, ALREADY_SET_UP)
 
 
-def _source(journal: Path, facts: Path) -> ExportSource:
+def left_note(left: tuple[str, ...]) -> str | None:
+    """What an export of a run with skipped steps says: they are in it (it sets up the plan)."""
+    if not left:
+        return None
+    return (
+        f"you skipped {'; '.join(left)} on this machine: the export sets up every step of the "
+        "plan, that one included"
+    )
+
+
+def _source(journal: Path, facts: Path) -> tuple[ExportSource, JournalData]:
     data = Journal.load(journal).data
     made_on = HostFacts.from_json(facts.read_text("utf-8"))
-    return ExportSource(data.plan, data.selection, made_on)
+    return ExportSource(data.plan, data.selection, made_on), data
 
 
 def _mtime(path: Path) -> float:

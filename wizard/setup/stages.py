@@ -118,7 +118,7 @@ class Installing:
 
     def state_of(self, step: StepPlan) -> StepStatus:
         if step.id in self.skipped:
-            return "skipped"
+            return "left"
         status = self.run.status(step.id)
         return "skipped" if status == "pending" and step.satisfied else status
 
@@ -204,6 +204,8 @@ class Verifying:
     facts: HostFacts
     plan: Plan | None
     selection: Selection | None
+    left: tuple[str, ...] = ()
+    """The titles of the steps the person skipped: the setup is incomplete, and says so."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ class Benchmarking:
     selection: Selection | None
     attempt: int = 0
     """Each run of the benchmark is a stage of its own (a fresh session)."""
+    left: tuple[str, ...] = ()
+    """The titles of the steps the person skipped: the setup is incomplete, and says so."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,8 @@ class Exporting:
     selection: Selection
     bench: str | None = None
     """The benchmark's headline and results file, when one ran."""
+    left: tuple[str, ...] = ()
+    """The titles of the steps the person skipped: the setup is incomplete, and says so."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,8 @@ class Done:
     exports: tuple[str, ...] = ()
     facts: HostFacts | None = None
     """The machine as verified at the end: what was installed, to show beside what was planned."""
+    left: tuple[str, ...] = ()
+    """The titles of the steps the person skipped: the setup is incomplete, and says so."""
 
 
 @dataclass(frozen=True)
