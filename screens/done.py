@@ -109,7 +109,9 @@ class DoneView(StageView):
             return Text("Done: the GPU server is set up.\n", style="bold green")
         text = Text("Done, except what you skipped: ", style="bold yellow")
         text.append(*part("; ".join(f"⊘ {title}" for title in self.left), "bold yellow"))
-        text.append(*part(". The setup is not complete without it: `gpuwizard doctor` checks it.\n"))
+        text.append(
+            *part(". The setup is not complete without it: `gpuwizard doctor` checks it.\n")
+        )
         return text
 
     def next_steps(self) -> Group:

@@ -28,7 +28,7 @@ from gpuwizard.screens.widgets.drawn import Drawn, DrawnLine
 from gpuwizard.screens.widgets.log_pane import LogPane
 from gpuwizard.screens.widgets.scroll_box import ScrollBox
 from gpuwizard.screens.widgets.step_list import StepList
-from gpuwizard.setup.flow import Aborted, Retry, RunAll, RunStep, SecretGiven, Skip
+from gpuwizard.setup.flow import Aborted, CancelStep, Retry, RunAll, RunStep, SecretGiven, Skip
 from gpuwizard.setup.stages import Installing, Watching
 
 DECIDING = frozenset({"run_step", "run_all", "skip", "retry", "abort"})
@@ -153,7 +153,7 @@ class InstallView(StageView, can_focus=False):
         if self.driven_by is not None:
             return False
         if self.mode == "running":
-            return action == "run_step" and self.stage.asks is not None
+            return action in {"run_step", "abort"} and self.stage.asks is not None
         if self.stage.reboot_pending:
             return action in {"run_step", "abort"}
         return action in ACTING[self.mode]
@@ -208,8 +208,33 @@ class InstallView(StageView, can_focus=False):
         self.app.push_screen(SecretScreen(question.text, question.secret), self.answer_secret)
 
     def answer_secret(self, value: str | None) -> None:
+        """The value typed, or Esc: then whether to cancel the step, which waits until told."""
         if value is not None:
             self.answer(SecretGiven(value))
+        else:
+            self.ask_to_cancel()
+
+    def ask_to_cancel(self) -> None:
+        """Esc on the question, or x while it waits: cancel the step, or back to the question."""
+        question = self.stage.asks
+        step = self.stage.current
+        if question is None or step is None:
+            return
+
+        def answered(cancel: bool | None) -> None:
+            if self.stage.asks is not question:
+                return  # answered or ended meanwhile
+            if cancel:
+                self.answer(CancelStep())
+            else:
+                self.ask(question)
+
+        said = (
+            f"“{step.title}” waits for you: {question.text}\n\nCancel the step? It stops and "
+            "fails; r runs it again and asks again. Or type it now (later, Enter brings the "
+            "question back)."
+        )
+        self.app.push_screen(ConfirmScreen(said, "cancel the step", "type it"), answered)
 
     # ------------------------------------------------------------------------------ the log's keys
     def action_wrap(self) -> None:
@@ -267,5 +292,8 @@ class InstallView(StageView, can_focus=False):
         self.app.push_screen(ConfirmScreen(question, "skip it", "keep it"), answered)
 
     def action_abort(self) -> None:
-        if self.mode != "running":
+        """Abort the install; while a step waits for the person, whether to cancel that step."""
+        if self.stage.asks is not None:
+            self.ask_to_cancel()
+        elif self.mode != "running":
             self.answer(Aborted())

@@ -57,7 +57,11 @@ def progress_line(stage: Installing, now: datetime) -> str:
     spent = elapsed(running.started, now) if running else ""
     verb = {"waiting": "next", "running": "now", "failed": "failed"}[mode]
     skipped = f" · {left} skipped" if left else ""
-    return f"{finished}/{len(todo)} done{skipped} · {verb}: {current.title if current else ''}{spent}"
+    if stage.asks is not None:  # not "running": nothing moves until the person answers
+        verb, spent = "waits for you", " · Enter to answer"
+    return (
+        f"{finished}/{len(todo)} done{skipped} · {verb}: {current.title if current else ''}{spent}"
+    )
 
 
 # ------------------------------------------------------------------------------ the details

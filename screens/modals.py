@@ -81,7 +81,7 @@ class SecretScreen(ModalScreen[str | None]):
             else:
                 yield Input(password=True, id="secret")
             yield Static(
-                "Enter to send · Esc to cancel (the step then fails and can be retried)",
+                "Enter to send · Esc: cancel the step (asks first)",
                 classes="dim",
             )
 

@@ -45,7 +45,9 @@ class VerifyView(StageView):
         for problem in report.problems:
             text.append(*part(f"  ✗ {problem}\n", "red"))
         for title in self.left:
-            text.append(*part(f"  ⊘ skipped by you: {title} (the setup is not complete)\n", "yellow"))
+            text.append(
+                *part(f"  ⊘ skipped by you: {title} (the setup is not complete)\n", "yellow")
+            )
         return text
 
     def action_proceed(self) -> None:

@@ -28,7 +28,6 @@ from gpuwizard.doctor.driver import (
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.gpu_health import check_clocks, check_fabric_manager
 from gpuwizard.doctor.hardware import check_ecc, check_pcie, check_xids
-from gpuwizard.doctor.wizard_run import check_skipped_steps
 from gpuwizard.doctor.observed import (
     BatchFit,
     BenchFits,
@@ -41,6 +40,7 @@ from gpuwizard.doctor.observed import (
 )
 from gpuwizard.doctor.secure_boot import check_secure_boot
 from gpuwizard.doctor.training import check_multi_node, check_out_of_memory
+from gpuwizard.doctor.wizard_run import check_skipped_steps
 from gpuwizard.recommend.table import CompatTable
 from tests.conftest import facts_of
 from tests.doctor.conftest import observed_of, with_boot, with_gpus, with_installs, with_nvml

@@ -206,3 +206,41 @@ async def test_a_skipped_needed_step_is_asked_marked_and_named_to_the_end(home: 
     doctor = gpuwizard(home, "--simulate", profile, "doctor")
     assert f"Skipped in the setup: {title}" in doctor.stdout, doctor.stdout
     assert "Fabric Manager not installed" in doctor.stdout
+
+
+async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_unseen(
+    home: Path,
+) -> None:
+    """Issue 31 (2): Esc at "One-time MOK password" asks whether to cancel the step. Keeping it
+    brings the question back; cancelling stops the step at once (it fails, r asks again), where
+    the runner used to wait 30 minutes for an answer nobody was asked for."""
+    from gpuwizard.screens.modals import ConfirmScreen, SecretScreen
+
+    app = GpuWizardApp(sim_backend("t4-debian12-secureboot", home=home / "gpuwizard"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
+            await until(pilot, shows(pilot, view))
+            await pilot.press(key)
+        await until(pilot, shows(pilot, InstallView))
+        install = view_of(pilot)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, SecretScreen))
+        assert "waits for you: Prepare Secure Boot key enrollment" in install.progress.key
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "Cancel the step?" in str(app.screen.query_one(Static).render())
+        await pilot.press("n")  # keep it: the question again
+        await until(pilot, lambda: isinstance(app.screen, SecretScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: install.mode == "failed", timeout_s=30)
+        assert install.current == "enroll-mok"
+        assert "you declined to give the" in install.stage.run.ending.why  # type: ignore[union-attr]
+        await pilot.press("r")  # again: it asks again
+        await until(pilot, lambda: isinstance(app.screen, SecretScreen))
+        for field in ("#secret", "#secret-again"):
+            app.screen.query_one(field, Input).focus()
+            await pilot.press(*"Correct-Horse-9", "enter")
+        await until(pilot, lambda: install.current != "enroll-mok" or install.mode != "running")
+        assert install.stage.run.status("enroll-mok") in ("done", "awaiting_reboot")

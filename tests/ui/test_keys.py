@@ -16,8 +16,8 @@ from gpuwizard.screens.reboot import RestartQuestionView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.waiting import LookingView
-from gpuwizard.setup.flow import Skip
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
+from gpuwizard.setup.flow import Skip
 from tests.ui.pilots import FakeMachine, ViewHarness, after, until
 from tests.ui.test_benchmark import whole_run
 from tests.ui.test_snapshots import FAILED_RUN, NOW, SCREENS, STARTED, installing

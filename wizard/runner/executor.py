@@ -38,6 +38,7 @@ from gpuwizard.runner.eventquota import LineQuota, Share
 from gpuwizard.runner.failpoints import failpoint
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.pty import Answer, CommandError, RunResult, SecretSource, run_command
+from gpuwizard.runner.secrets import SecretUnanswered
 
 BASE_ENV = {
     "PATH": SAFE_PATH,
@@ -225,7 +226,7 @@ class Executor:
                     timeout_s=action.timeout_s,
                     silence_timeout_s=action.silence_timeout_s,
                 )
-            except CommandError as error:
+            except (CommandError, SecretUnanswered) as error:
                 log.write(f"gpuwizard: {error}\n".encode())
                 return Outcome(False, str(error))
             finally:

@@ -5,6 +5,9 @@ stream and listens on ``answer.sock`` in its state directory (mode 0600, owned b
 started the run). The TUI or ``gpuwizard apply`` asks the person with masked input and sends the
 answer there. The value is never written to a file, a log, an event or the environment; the
 runner keeps it for the rest of the run so a prompt that asks twice is answered twice.
+
+One message per connection, one line: ``=`` and the value, or ``!`` when the person declines to
+give it (the command that asked is stopped and its step fails; a retry asks again).
 """
 
 from __future__ import annotations
@@ -24,8 +27,19 @@ MAX_SOCKET_PATH = 100
 """AF_UNIX addresses hold at most 107 bytes; a longer path is reached through its folder's fd."""
 
 
-class SecretTimeout(RuntimeError):
+class SecretUnanswered(RuntimeError):
+    """The secret a command asked for will not come: the command is stopped, its step fails."""
+
+
+class SecretTimeout(SecretUnanswered):
     """Nobody answered the secret prompt in time."""
+
+
+class SecretDeclined(SecretUnanswered):
+    """The person chose not to give it (Esc, then "cancel the step")."""
+
+
+_VALUE, _DECLINED = b"=", b"!"
 
 
 @contextlib.contextmanager
@@ -101,13 +115,17 @@ class SocketSecrets:
                 with connection:
                     if not self._allowed(_peer_uid(connection)):
                         continue
-                    return _read_line(connection)
+                    message = _read_line(connection)
+                if message.startswith(_VALUE):
+                    return message[1:].decode("utf-8", "replace")
+                if message == _DECLINED:
+                    raise SecretDeclined(f"you declined to give the {ref.prompt}")
         finally:
             server.close()
             self.path.unlink(missing_ok=True)
 
 
-def _read_line(connection: socket.socket) -> str:
+def _read_line(connection: socket.socket) -> bytes:
     connection.settimeout(10)
     data = b""
     while not data.endswith(b"\n") and len(data) < MAX_SECRET_BYTES:
@@ -115,14 +133,23 @@ def _read_line(connection: socket.socket) -> str:
         if not chunk:
             break
         data += chunk
-    return data.rstrip(b"\n").decode("utf-8", "replace")
+    return data.rstrip(b"\n")
 
 
 def send_secret(state_dir: Path, value: str, timeout_s: float = 10) -> None:
     """The asking side: hand the secret to the waiting runner."""
+    _send(state_dir, _VALUE + value.encode("utf-8"), timeout_s)
+
+
+def decline_secret(state_dir: Path, timeout_s: float = 10) -> None:
+    """The asking side: the person will not give it; the runner stops the command that asked."""
+    _send(state_dir, _DECLINED, timeout_s)
+
+
+def _send(state_dir: Path, message: bytes, timeout_s: float) -> None:
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.settimeout(timeout_s)
     with contextlib.closing(client):
         with _address(state_dir / SOCKET_NAME) as address:
             client.connect(address)
-        client.sendall(value.encode("utf-8") + b"\n")
+        client.sendall(message + b"\n")

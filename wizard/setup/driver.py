@@ -20,12 +20,13 @@ from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.runner.control import Backend, StartBusy, prepare_run, starting
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.lock import AlreadyRunning
-from gpuwizard.runner.secrets import send_secret
+from gpuwizard.runner.secrets import decline_secret, send_secret
 from gpuwizard.runner.view import Stopped
 from gpuwizard.setup.disk import DiskState, read_disk
 from gpuwizard.setup.flow import (
     Answer,
     CheckDisk,
+    DeclineSecret,
     Detect,
     Effect,
     Exit,
@@ -108,6 +109,9 @@ class SetupDriver:
                 return RunProgressed(self.runs.skip(effect.step))
             case SendSecret():
                 send_secret(self.backend.state_dir, effect.value)
+                return None
+            case DeclineSecret():
+                decline_secret(self.backend.state_dir)
                 return None
             case CheckDisk():
                 return RunEnded(self.disk())

@@ -152,6 +152,12 @@ class SecretGiven:
 
 
 @dataclass(frozen=True)
+class CancelStep:
+    """The person will not give the secret the running step waits for: the step is stopped
+    (it fails, and a retry asks again)."""
+
+
+@dataclass(frozen=True)
 class Launched:
     """A runner was launched, or found at work; ``view`` is the run as it stood then, and
     ``news`` the history read to get there (told where a runner was found at work)."""
@@ -239,6 +245,7 @@ Answer = (
     | Retry
     | Skip
     | SecretGiven
+    | CancelStep
     | Launched
     | RunProgressed
     | Continue
@@ -321,6 +328,11 @@ class SendSecret:
 
 
 @dataclass(frozen=True)
+class DeclineSecret:
+    """Tell the runner the secret it waits for will not come. No answer."""
+
+
+@dataclass(frozen=True)
 class CheckDisk:
     """Read where a run that stopped leaves the disk; answers RunEnded."""
 
@@ -354,6 +366,7 @@ Effect = (
     | Launch
     | SkipStep
     | SendSecret
+    | DeclineSecret
     | CheckDisk
     | Reboot
     | Exit
@@ -627,11 +640,18 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
             return _launch(replace(stage, auto=True), RunMode.ALL)
         case Skip() if stage.mode != "running":
             return replace(stage, skipped=stage.skipped | {answer.step}), (SkipStep(answer.step),)
-        case SecretGiven():
-            return stage, (SendSecret(answer.value),)
+        case SecretGiven() | CancelStep():
+            return stage, _about_the_secret(stage, answer)
         case Aborted() if stage.mode != "running":
             return _exit(stage, ABORTED, EXIT_DONE)
     return _stay(stage)
+
+
+def _about_the_secret(stage: Installing, answer: SecretGiven | CancelStep) -> tuple[Effect, ...]:
+    """The secret the running step waits for: sent, or declined (the step is then stopped)."""
+    if isinstance(answer, SecretGiven):
+        return (SendSecret(answer.value),)
+    return (DeclineSecret(),) if stage.asks is not None else ()
 
 
 def _launch(stage: Installing, mode: RunMode) -> Next:
@@ -738,8 +758,8 @@ def _after_benchmark(stage: Benchmarking, answer: Answer) -> Next:
     if not isinstance(answer, Benchmarked):
         return _stay(stage)
     if stage.plan is None or stage.selection is None:
-        done = Done(stage.plan, stage.selection, answer.headline, facts=stage.facts, left=stage.left)
+        done = Done(
+            stage.plan, stage.selection, answer.headline, facts=stage.facts, left=stage.left
+        )
         return _stay(done)
-    return _stay(
-        Exporting(stage.facts, stage.plan, stage.selection, answer.headline, stage.left)
-    )
+    return _stay(Exporting(stage.facts, stage.plan, stage.selection, answer.headline, stage.left))
