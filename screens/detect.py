@@ -24,7 +24,8 @@ from gpuwizard.core.machine_words import (
 from gpuwizard.recommend.sizing import Finding
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
-from gpuwizard.setup.flow import Continue
+from gpuwizard.setup.flow import Continue, Revisit, when
+from gpuwizard.setup.stages import AfterSetup, SetUp
 
 SEVERITY_STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
 SEVERITY_MARK = {"ok": "✓", "info": "i", "warning": "!", "error": "✗"}
@@ -89,24 +90,38 @@ def findings_table(findings: tuple[Finding, ...]) -> Table:
 
 
 class DetectView(StageView):
-    """Answers Continue (only when there is a GPU to set up)."""
+    """Answers Continue (only when there is a GPU to set up); on a machine gpuwizard set up,
+    also Revisit: verify, benchmark or export that setup again."""
 
     BINDINGS = [
         Binding("enter", "proceed", "Continue", priority=True),
+        Binding("v", "revisit('verify')", "Verify"),
+        Binding("m", "revisit('benchmark')", "Benchmark"),
+        Binding("e", "revisit('export')", "Export"),
     ]
     DEFAULT_CSS = """
     DetectView #detect-body { padding: 0 1; }
     DetectView .section { margin-top: 1; text-style: bold; color: $accent; }
     """
 
-    def __init__(self, facts: HostFacts, findings: tuple[Finding, ...], can_continue: bool) -> None:
+    def __init__(
+        self,
+        facts: HostFacts,
+        findings: tuple[Finding, ...],
+        can_continue: bool,
+        set_up: SetUp | None = None,
+    ) -> None:
+        """``set_up``: the run that finished setting this machine up, when there is one."""
         super().__init__()
         self.facts = facts
         self.findings = findings
         self.can_continue = can_continue
+        self.set_up = set_up
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detect-body"):
+            if self.set_up is not None:
+                yield Static(set_up_text(self.set_up), id="set-up")
             yield Static("This machine", classes="section")
             yield Static(host_table(self.facts))
             yield Static("Sizing", classes="section")
@@ -121,9 +136,28 @@ class DetectView(StageView):
                 )
 
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
-        """Continue is offered only where there is a GPU to set up (no key that does nothing)."""
-        return self.can_continue if action == "proceed" else True
+        """Continue is offered only where there is a GPU to set up, and the finished setup's
+        keys only where there is one (no key that does nothing)."""
+        if action == "proceed":
+            return self.can_continue
+        if action == "revisit":
+            return self.set_up is not None
+        return True
 
     def action_proceed(self) -> None:
         if self.can_continue:
             self.answer(Continue())
+
+    def action_revisit(self, stage: AfterSetup) -> None:
+        if self.set_up is not None:
+            self.answer(Revisit(stage))
+
+
+def set_up_text(set_up: SetUp) -> Text:
+    """The finished setup, and what the person may do with it now."""
+    text = Text("gpuwizard has set this machine up", style="bold green")
+    text.append(*part(f" ({set_up.run_id}, finished {when(set_up.finished_at)})"))
+    if set_up.left:
+        text.append(*part(f"; you skipped: {'; '.join(set_up.left)}", "yellow"))
+    text.append(*part(". v verifies it again, m benchmarks it, e exports it; Enter plans anew."))
+    return text

@@ -186,3 +186,29 @@ def test_a_stopped_verdict_says_so_first_and_keeps_what_ran() -> None:
     assert stopped(nothing).headline.startswith(
         "Stopped before the end: nothing that ran was compared"
     )
+
+
+def test_a_run_cut_off_before_its_results_is_found_and_a_finished_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 31 (3): the newest run folder with a stream and no results.json was interrupted
+    (its terminal closed); a torn last line is not taken for a result."""
+    from gpuwizard.bench.results import last_interrupted
+
+    assert last_interrupted(tmp_path) is None, "no benchmark ever ran here"
+    older, newest = tmp_path / "bench" / "20261204-100000", tmp_path / "bench" / "20261204-223100"
+    for folder in (older, newest):
+        folder.mkdir(parents=True)
+    (older / "stream.jsonl").write_text("")
+    (newest / "stream.jsonl").write_text(
+        '{"v":1,"kind":"result","mode":"tf32","world_size":1,"batch_size":128,'
+        '"images_per_s":1234.0,"per_gpu":1234.0,"step_ms":100.0,"samples":30,"memory_mib":1}\n{"v":1,"ki'
+    )
+    found = last_interrupted(tmp_path)
+    assert found is not None and found.folder == newest and len(found.results) == 1
+    assert (
+        "started 2026-12-04 22:31" in found.sentence()
+        and "tf32 on 1 GPU(s) 1,234 img/s" in found.sentence()
+    )
+    (newest / "results.json").write_text("{}")
+    assert last_interrupted(tmp_path) is None, "the newest run finished: nothing was cut off"

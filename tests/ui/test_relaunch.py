@@ -128,3 +128,38 @@ async def test_runners_that_die_at_every_start_end_the_wizard_with_their_last_wo
         await pilot.press("enter")
         await until(pilot, lambda: not app.is_running)
     assert app.return_code == 1
+
+
+async def test_a_relaunch_after_the_install_offers_verify_benchmark_and_export_again(
+    home: Path,
+) -> None:
+    """Issue 31 (3): after the install, a relaunch (the terminal killed during Verify or the
+    benchmark) lands on the machine view, which says the setup is done and offers verify,
+    benchmark and export again, never an empty review of "0 steps"; a benchmark that was cut
+    off is said to be interrupted, with what it had measured."""
+    from gpuwizard.screens.detect import DetectView
+
+    profile = "a100x4-ubuntu2004-fresh"
+    codes = [gpuwizard(home, "--simulate", profile, "apply", "--yes").returncode for _ in range(3)]
+    assert codes == [10, 10, 0], "a kernel upgrade, then the driver: two reboots, then done"
+    state = place_for(profile, home / "gpuwizard").state_dir
+    cut_off = state / "bench" / "20261204-223100"  # the stream of a run whose terminal closed
+    cut_off.mkdir(parents=True)
+    (cut_off / "stream.jsonl").write_text(
+        '{"v":1,"kind":"result","mode":"amp-bf16","world_size":1,"batch_size":256,"images_per_s":2950.0,'
+        '"per_gpu":2950.0,"step_ms":86.8,"samples":30,"memory_mib":30000}\n{"kind":"res'
+    )
+    for key, view in (("v", VerifyView), ("m", BenchmarkView), ("e", ExportView)):
+        app = GpuWizardApp(sim_backend(profile, home=home / "gpuwizard"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, shows(pilot, DetectView))
+            banner = str(view_of(pilot).query_one("#set-up").render())
+            assert "gpuwizard has set this machine up" in banner, banner
+            await pilot.press(key)
+            await until(pilot, shows(pilot, view))
+            if view is BenchmarkView:
+                about = view_of(pilot).about
+                assert "The last benchmark (started 2026-12-04 22:31) was interrupted" in about
+                assert "amp-bf16 on 1 GPU(s) 2,950 img/s" in about
+            await pilot.press("q")
+    assert ReviewView  # never reached: no plan of "0 steps" is offered after a finished run

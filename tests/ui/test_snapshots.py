@@ -39,7 +39,7 @@ from gpuwizard.screens.recommend import Offers, RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
-from gpuwizard.setup.stages import Installing, Resuming
+from gpuwizard.setup.stages import Installing, Resuming, SetUp
 from tests.conftest import facts_of, profile_dir
 from tests.ui.pilots import FakeMachine, ViewHarness, run_of
 
@@ -208,6 +208,7 @@ systemd, a torch already installed, a healthy GPU."""
 SCREENS = {
     "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
     "detect-h200-vm": lambda: DetectView(H200_VM, assess(H200_VM, TABLE), can_continue=True),
+    "detect-set-up": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True, set_up=SetUp("run-1a2b3c4d", "2026-12-04T22:31:00+00:00", ("Install NVIDIA Fabric Manager (NVSwitch)",))),
     "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), releases("2.14.1", "2.13.0")),
     "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
@@ -224,6 +225,7 @@ SCREENS = {
     "export": export_view,
     "export-set-up-already": lambda: export_view(ALREADY_SET_UP),
     "done": lambda: DoneView(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs"),
+    "done-skipped": lambda: DoneView(list(plan().summary[:3]), "/opt/gpuwizard/envs/pytorch", "/var/lib/gpuwizard/logs", left=("Install NVIDIA Fabric Manager (NVSwitch)",)),
     "help": lambda: HelpScreen("/var/lib/gpuwizard", simulated=True),
     "secret": lambda: SecretScreen("One-time MOK password (8-16 characters)"),
     "quit-running": lambda: QuitScreen(running=True),

@@ -143,7 +143,9 @@ def test_a_run_that_ends_leads_where_the_disk_says() -> None:
     installing = flow.Installing(PLAN, SELECTION)
     finished, effects = flow.next_stage(installing, flow.RunEnded(disk(journal(finished=True))))
     assert (
-        isinstance(finished, flow.Looking) and finished.then_verify and effects == (flow.Detect(),)
+        isinstance(finished, flow.Looking)
+        and finished.then == "verify"
+        and effects == (flow.Detect(),)
     )
     asked, _ = flow.next_stage(installing, flow.RunEnded(disk(waiting_for_reboot())))
     assert isinstance(asked, flow.AwaitingReboot)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -16,9 +17,11 @@ from gpuwizard.bench.protocol import (
     BenchEvent,
     DataLoad,
     OutOfMemory,
+    ProtocolError,
     Result,
     Skipped,
     Started,
+    parse_line,
 )
 from gpuwizard.bench.references import mode_class
 from gpuwizard.bench.verdict import Verdict
@@ -179,3 +182,48 @@ def save(
     with private_text(md_path) as out:
         out.write(results_markdown(collected, verdict, gpu, problems, when))
     return json_path, md_path
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A benchmark run that never wrote its results: its terminal closed, or it was killed."""
+
+    folder: Path
+    results: tuple[Result, ...]
+    """The modes it had finished."""
+
+    def sentence(self) -> str:
+        started = _stamp_words(self.folder.name)
+        done = "; ".join(
+            f"{r.mode} on {r.world_size} GPU(s) {r.images_per_s:,.0f} img/s" for r in self.results
+        )
+        measured = f" It had measured: {done}." if done else " It had measured nothing yet."
+        return (
+            f"The last benchmark (started {started}) was interrupted before its end: its terminal "
+            f"closed or it was stopped.{measured} Its files are in {self.folder}."
+        )
+
+
+def last_interrupted(state_dir: Path) -> Interrupted | None:
+    """The newest benchmark run under ``state_dir`` when it never wrote its results."""
+    runs = sorted(p.parent for p in (state_dir / "bench").glob("*/stream.jsonl"))
+    if not runs or (runs[-1] / "results.json").exists():
+        return None
+    newest = runs[-1]
+    try:
+        lines = (newest / "stream.jsonl").read_text("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    events: list[BenchEvent] = []
+    for line in lines:
+        with contextlib.suppress(ProtocolError):
+            events.append(parse_line(line))
+    return Interrupted(newest, collect(events).results)
+
+
+def _stamp_words(stamp: str) -> str:
+    """ "20261204-223100" -> "2026-12-04 22:31" (as it is when it is not one)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.strptime(stamp, "%Y%m%d-%H%M%S"))
+    except ValueError:
+        return stamp

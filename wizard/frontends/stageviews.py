@@ -13,6 +13,7 @@ from pathlib import Path
 from gpuwizard.bench.chart import ReferenceMark, reference_for
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.references import load_references
+from gpuwizard.bench.results import last_interrupted
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.core.paths import DEFAULT_ENV
@@ -58,7 +59,8 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.Showing():
             facts = stage.context.facts
             findings = assess(facts, driver.table)
-            return DetectView(facts, findings, can_continue=bool(facts.hardware.gpus))
+            gpus = bool(facts.hardware.gpus)
+            return DetectView(facts, findings, can_continue=gpus, set_up=stage.set_up)
         case flow.Choosing():
             return recommend_view(stage, driver)
         case flow.Reviewing():
@@ -189,7 +191,10 @@ def benchmark_view(
     def reference(mode: str, world_size: int) -> ReferenceMark | None:
         return reference_for(references, name, mode, world_size) if name else None
 
-    return BenchmarkView(session, bench_about(gpus), reference, begin_at_once=again)
+    about = bench_about(gpus)
+    if not again and (interrupted := last_interrupted(backend.state_dir)) is not None:
+        about = f"{interrupted.sentence()}\n\n{about}"
+    return BenchmarkView(session, about, reference, begin_at_once=again)
 
 
 def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:

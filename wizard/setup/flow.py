@@ -30,6 +30,7 @@ from gpuwizard.runner.journal import JournalData
 from gpuwizard.runner.view import RunView, Stopped
 from gpuwizard.setup.disk import DiskState
 from gpuwizard.setup.stages import (
+    AfterSetup,
     AskingReboot,
     AwaitingReboot,
     Benchmarking,
@@ -43,6 +44,7 @@ from gpuwizard.setup.stages import (
     Refused,
     Resuming,
     Reviewing,
+    SetUp,
     Showing,
     Stage,
     Verifying,
@@ -215,6 +217,13 @@ class RebootAnswered:
 
 
 @dataclass(frozen=True)
+class Revisit:
+    """Verify, benchmark or export the setup gpuwizard finished on this machine."""
+
+    stage: AfterSetup
+
+
+@dataclass(frozen=True)
 class Again:
     """Run the benchmark again."""
 
@@ -266,6 +275,7 @@ Answer = (
     | RebootAnswered
     | Rebooted
     | Again
+    | Revisit
     | Benchmarked
     | Exported
 )
@@ -406,7 +416,7 @@ def start(
     if disk.runner == "running":
         return Installing(journal.plan, journal.selection, attach=True, request=request)
     if journal.finished:
-        return Showing(context)
+        return Showing(context, SetUp(journal.run_id, journal.updated_at, journal.left))
     if disk.stopped is StopReason.CHANGED:
         return Choosing(context, CHANGED)
     if journal.reboot is not None:
@@ -515,6 +525,8 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
         case Showing():
             if isinstance(answer, Continue):
                 return _stay(Choosing(stage.context))
+            if isinstance(answer, Revisit) and stage.set_up is not None:
+                return Looking(stage.context.request, then=answer.stage), (Detect(),)
             return _stay(stage)
         case Choosing():
             return _after_choosing(stage, answer)
@@ -575,9 +587,8 @@ def _after_looking(stage: Looking, answer: Answer) -> Next:
     if not isinstance(answer, Looked):
         return _stay(stage)
     journal = answer.disk.journal
-    if stage.then_verify:
-        plan, selection = (journal.plan, journal.selection) if journal else (None, None)
-        return _stay(Verifying(answer.facts, plan, selection, journal.left if journal else ()))
+    if stage.then is not None:
+        return _stay(_revisited(stage.then, answer.facts, journal))
     return entered(
         start(
             answer.disk,
@@ -587,6 +598,16 @@ def _after_looking(stage: Looking, answer: Answer) -> Next:
             rebooted=stage.rebooted,
         )
     )
+
+
+def _revisited(then: AfterSetup, facts: HostFacts, journal: JournalData | None) -> Stage:
+    """A stage of the finished run, on the machine as it is now (no run: verify what is here)."""
+    if journal is None or then == "verify":
+        plan, selection = (journal.plan, journal.selection) if journal else (None, None)
+        return Verifying(facts, plan, selection, journal.left if journal else ())
+    if then == "benchmark":
+        return Benchmarking(facts, journal.plan, journal.selection, left=journal.left)
+    return Exporting(facts, journal.plan, journal.selection, left=journal.left)
 
 
 def _after_choosing(stage: Choosing, answer: Answer) -> Next:
@@ -672,7 +693,7 @@ def _run_ended(stage: Installing, disk: DiskState) -> Next:
     asks for (in this boot), to the check after one; a failure or a pause stays here."""
     journal = disk.journal
     if journal is not None and journal.finished:
-        return Looking(stage.request, then_verify=True), (Detect(),)
+        return Looking(stage.request, then="verify"), (Detect(),)
     if disk.stopped is StopReason.CHANGED:
         return Looking(stage.request), (Detect(),)
     # Asked for in this boot (this front end is still here), also where no signal tells.

@@ -21,6 +21,8 @@ from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.view import RebootAsked, RunView, StepStatus, Stopped
 from gpuwizard.setup.lease import Holder
 
+AfterSetup = Literal["verify", "benchmark", "export"]
+"""What a person may do again with a machine gpuwizard has set up."""
 Mode = Literal["waiting", "running", "failed"]
 """What an install's keys can do: start a step, nothing (one runs), or retry or skip one."""
 StepState = StepStatus | Literal["next"]
@@ -43,10 +45,11 @@ class Context:
 
 @dataclass(frozen=True)
 class Looking:
-    """Looking at the machine (and the disk); ``then_verify`` after a run finished."""
+    """Looking at the machine (and the disk); ``then``: on to that stage of the finished run
+    (verify, as a run finishes; any of them, as the person asks on the machine view)."""
 
     request: SetupRequest = field(default_factory=SetupRequest)
-    then_verify: bool = False
+    then: AfterSetup | None = None
     insists: bool = False
     """As ``Context.insists``: for the first look of ``apply``."""
     rebooted: bool | None = None
@@ -55,10 +58,23 @@ class Looking:
 
 
 @dataclass(frozen=True)
+class SetUp:
+    """The run that finished setting this machine up, as the machine view names it."""
+
+    run_id: str
+    finished_at: str
+    """When its journal was last saved (ISO time)."""
+    left: tuple[str, ...] = ()
+    """The titles of the steps the person skipped in it."""
+
+
+@dataclass(frozen=True)
 class Showing:
-    """The machine at a glance."""
+    """The machine at a glance; with ``set_up``, gpuwizard's finished run on it, which can be
+    verified, benchmarked or exported again (a relaunch after the install lands here)."""
 
     context: Context
+    set_up: SetUp | None = None
 
 
 @dataclass(frozen=True)
