@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,7 +23,6 @@ from gpuwizard.runner import events as ev
 from gpuwizard.screens import install_parts as parts
 from gpuwizard.screens.capabilities import RunDetails
 from gpuwizard.screens.modals import ConfirmScreen, SearchScreen, SecretScreen
-from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.widgets.drawn import Drawn, DrawnLine
 from gpuwizard.screens.widgets.log_pane import LogPane
@@ -85,7 +85,7 @@ class InstallView(StageView, can_focus=False):
         self.stage = installing(stage)
         self.now = now
         self.driven_by = driven_by
-        self.progress = DrawnLine(lambda line: plain(str(line)), id="progress")
+        self.progress = DrawnLine(lambda line: cast(parts.Progress, line), id="progress")
         self.details = Drawn(parts.details_text, id="details")
         self.hint = Drawn(lambda key: parts.hint_text(key, self.stage, machine), id="hint")
         self.shown_mode = ""

@@ -8,9 +8,11 @@ reasons and output are the machine's text: shown cleaned and plain (``plain``), 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from gpuwizard.core.facts import mount_holding
@@ -47,7 +49,28 @@ def elapsed(started: str | None, now: datetime) -> str:
     return f" · running {seconds // 60}:{seconds % 60:02d}"
 
 
-def progress_line(stage: Installing, now: datetime) -> str:
+@dataclass(frozen=True)
+class Progress:
+    """The install's one line: "3/8 done · now: " the step's title " · running 2:05". Drawn in
+    one row, only the title gives way (cut with "…"): the counts and the clock stay in view."""
+
+    head: str
+    title: str
+    tail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.head}{self.title}{self.tail}"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = options.max_width - cell_len(self.head) - cell_len(self.tail)
+        title = plain(self.title)
+        title.truncate(max(room, 1), overflow="ellipsis")
+        line = Text.assemble(plain(self.head), title, plain(self.tail), no_wrap=True)
+        line.truncate(options.max_width, overflow="ellipsis")
+        yield line
+
+
+def progress_line(stage: Installing, now: datetime) -> Progress:
     """ "3/8 done · now: Install the NVIDIA driver · running 2:05"."""
     todo = [s for s in stage.plan.steps if not s.satisfied]
     finished = sum(1 for s in todo if stage.state_of(s) in ("done", "skipped", "awaiting_reboot"))
@@ -59,9 +82,8 @@ def progress_line(stage: Installing, now: datetime) -> str:
     skipped = f" · {left} skipped" if left else ""
     if stage.asks is not None:  # not "running": nothing moves until the person answers
         verb, spent = "waits for you", " · Enter to answer"
-    return (
-        f"{finished}/{len(todo)} done{skipped} · {verb}: {current.title if current else ''}{spent}"
-    )
+    title = current.title if current else ""
+    return Progress(f"{finished}/{len(todo)} done{skipped} · {verb}: ", title, spent)
 
 
 # ------------------------------------------------------------------------------ the details

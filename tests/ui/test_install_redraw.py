@@ -108,3 +108,23 @@ async def test_a_retry_that_fails_alike_shows_its_own_last_lines() -> None:
             await pilot.pause()
             assert view.mode == "failed"
             assert line in str(view.hint.render())
+
+
+def test_the_progress_line_cuts_only_the_title_and_keeps_the_clock() -> None:
+    """tui31's notice: at 80 columns a long title pushed "running 2:05" off the line."""
+    from rich.console import Console
+
+    from gpuwizard.screens.install_parts import Progress
+
+    line = Progress(
+        "1/9 done · now: ",
+        "Prepare Secure Boot key enrollment (MOK) for every kernel",
+        " · running 12:05",
+    )
+    console = Console(width=60, record=True, color_system=None)
+    console.print(line)
+    shown = console.export_text().rstrip("\n")
+    assert "\n" not in shown and len(shown) <= 60, shown
+    assert shown.startswith("1/9 done · now: Prepare") and shown.endswith("… · running 12:05"), (
+        shown
+    )
