@@ -160,6 +160,17 @@ def status_for(item: bp.BenchEvent | str) -> str | None:
     return None
 
 
+def ending_words(summary: BenchSummary, measured: bool) -> str:
+    """How the run ended, for the status line: a worker that died is never "Finished"."""
+    if summary.cancelled:
+        return "Stopped."
+    if summary.problems and not measured:
+        return "Failed: the benchmark ended on a problem before any mode finished (below)."
+    if summary.problems:
+        return "Finished, with problems (below)."
+    return "Finished."
+
+
 class BenchmarkView(StageView):
     BINDINGS = [
         Binding("enter", "begin", "Begin", priority=True),
@@ -302,7 +313,7 @@ class BenchmarkView(StageView):
     def finished(self) -> None:
         self.summary = self.source.finish()
         self.state = "done"
-        self.status("Stopped." if self.summary.cancelled else "Finished.")
+        self.status(ending_words(self.summary, measured=bool(self.results)))
         self.show_results()
         verdict = self.query_one("#verdict", Static)
         verdict.update(summary_text(self.summary))
