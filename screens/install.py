@@ -63,7 +63,9 @@ class InstallView(StageView, can_focus=False):
     FIRST_FOCUS = "LogPane"  # the arrows scroll the log at once; Tab reaches a box that scrolls
     DEFAULT_CSS = """
     InstallView #progress { padding: 0 1; background: $boost; }
-    InstallView #details-box { height: auto; max-height: 12; border: round $primary-darken-2; }
+    InstallView #details-box { height: auto; max-height: 70%; border: round $primary-darken-2; }
+    InstallView.-running #details-box { max-height: 40%; }
+    InstallView LogPane { min-height: 5; }
     InstallView #details-box:focus { border: round $accent; }
     InstallView #details { padding: 0 1; }
     InstallView #hint-box { height: auto; max-height: 60%; }
@@ -165,6 +167,7 @@ class InstallView(StageView, can_focus=False):
         for step in stage.plan.steps:
             steps.set_state(step.id, stage.shown_state(step))
         self.set_class(stage.mode == "failed", "-failed")  # the failure takes the step's place
+        self.set_class(stage.mode == "running", "-running")  # the log gets the room
         self.details.key = parts.details_key(stage, self.driven_by)
         self.hint.key = parts.hint_key(stage)
         self.show_log()

@@ -128,3 +128,22 @@ def test_the_progress_line_cuts_only_the_title_and_keeps_the_clock() -> None:
     assert shown.startswith("1/9 done · now: Prepare") and shown.endswith("… · running 12:05"), (
         shown
     )
+
+
+@pytest.mark.parametrize("rows", [18, 24])
+async def test_a_running_step_s_log_has_rows_on_a_small_terminal(rows: int) -> None:
+    """tui31's notice: at 80x18 the step's details took the whole column and the log pane was
+    its two borders. While a step runs the log gets the room; the details give way."""
+    from gpuwizard.screens.widgets.log_pane import LogPane
+    from tests.ui.test_snapshots import FAILED_RUN
+
+    view = InstallView(
+        installing([STARTED, FAILED_RUN[1]], attach=True), FakeMachine(), now=lambda: NOW
+    )
+    app = ViewHarness(view)
+    async with app.run_test(size=(80, rows)) as pilot:
+        await pilot.pause(0.2)
+        assert view.mode == "running"
+        assert view.query_one(LogPane).content_size.height >= 3, (
+            "lines of the log, not only borders"
+        )
