@@ -68,7 +68,7 @@ FORMATS: dict[str, Format] = {
                 ("docker-host.md", render_docker_host_notes, 0o644, "markdown"),
             ),
         ),
-        Format("answers", "Answers file (apply --config)", (("answers.yaml", render_answers, 0o644, "yaml"),)),
+        Format("answers", "Answers (apply --config)", (("answers.yaml", render_answers, 0o644, "yaml"),)),
         Format("ansible", "Ansible playbook", (("playbook.yml", render_ansible, 0o644, "yaml"),)),
         Format("cloud-init", "cloud-init user-data", (("cloud-init.yaml.gz", render_cloud_init, 0o644, "yaml"),)),
     )
