@@ -72,18 +72,17 @@ class SecretScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(plain(self.prompt))
-            if self.mok:
+            keys = Static("Enter to send · Esc: cancel the step (asks first)", classes="dim")
+            if self.mok:  # the keys before the long console note: seen at 80x24
                 yield Static(plain(f"Rules: {MOK_PASSWORD_RULES}.", "dim"))
                 yield MokPasswordInput(id="secret")
                 yield MokPasswordInput(id="secret-again", placeholder="the same again")
                 yield Static("", id="secret-error")
+                yield keys
                 yield Static(plain(f"\n{MOK_CONSOLE}"))
             else:
                 yield Input(password=True, id="secret")
-            yield Static(
-                "Enter to send · Esc: cancel the step (asks first)",
-                classes="dim",
-            )
+                yield keys
 
     @on(MokPasswordInput.Refused)
     def refuse_key(self) -> None:

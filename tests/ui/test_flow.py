@@ -236,7 +236,7 @@ async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_uns
         await pilot.press("y")
         await until(pilot, lambda: install.mode == "failed", timeout_s=30)
         assert install.current == "enroll-mok"
-        assert "you declined to give the" in install.stage.run.ending.why  # type: ignore[union-attr]
+        assert "you cancelled it at its question" in install.stage.run.ending.why  # type: ignore[union-attr]
         await pilot.press("r")  # again: it asks again
         await until(pilot, lambda: isinstance(app.screen, SecretScreen))
         for field in ("#secret", "#secret-again"):

@@ -119,7 +119,8 @@ class SocketSecrets:
                 if message.startswith(_VALUE):
                     return message[1:].decode("utf-8", "replace")
                 if message == _DECLINED:
-                    raise SecretDeclined(f"you declined to give the {ref.prompt}")
+                    asked = ref.prompt.split(":")[0]  # "One-time MOK password", not its advice
+                    raise SecretDeclined(f"you cancelled it at its question ({asked})")
         finally:
             server.close()
             self.path.unlink(missing_ok=True)
