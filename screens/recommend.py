@@ -25,6 +25,7 @@ from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.screens.plain import plain
 from gpuwizard.screens.shell import StageView
 from gpuwizard.setup.flow import Back, Decided
+from gpuwizard.steps import COSTS
 
 Result = Recommendation | Refusal
 Recompute = Callable[[SetupRequest], Result]
@@ -33,6 +34,8 @@ Offers = Callable[[SetupRequest, Result], Mapping[str, tuple[str, ...]]]
 values is not shown); for a checkbox, () hides it and a value is said beside its label (the
 installed driver's version beside "Keep driver"). A wish not named offers its declared values."""
 AUTO = "auto"
+TORCH_DOWNLOAD_GIB = COSTS["install-torch"].download_mib / 1024
+"""What installing PyTorch in a new environment downloads, as Review counts it."""
 """The select's value for "let gpuwizard pick" (the request's None)."""
 
 
@@ -158,10 +161,14 @@ class RecommendView(StageView):
         recompute: Recompute,
         offers: Offers,
         note: str | None = None,
+        *,
+        here: Mapping[str, str] | None = None,
     ) -> None:
-        """``note``: why the person is asked again (the machine changed under the last run)."""
+        """``note``: why the person is asked again (the machine changed under the last run);
+        ``here``: each PyTorch environment already on the machine, in words with its fit."""
         super().__init__()
         self.note = note
+        self.here = dict(here or {})
         self.result = result
         self.request = request
         self.recompute = recompute
@@ -196,6 +203,7 @@ class RecommendView(StageView):
             with VerticalScroll(id="result"):
                 if self.note:
                     yield Static(Text(self.note, style="bold yellow"), id="note")
+                yield Static(self.here_text(), id="here")
                 yield Static(result_text(self.result), id="result-text")
                 yield Static(self.tried_text(), id="builds")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
@@ -309,7 +317,43 @@ class RecommendView(StageView):
                 select.set_options(options)
                 select.value = AUTO if value is None else str(value)
 
+    def here_text(self) -> Group:
+        """The PyTorch already on the machine: the one chosen, used as it is, beside what the
+        recommendation would install instead; or each one found, and whether it can be used."""
+        chosen = self.request.use_env
+        if chosen is None:
+            lines = [
+                bullet(
+                    f"{said}" + (" (choose it under “PyTorch here”)" if path in self.usable else "")
+                )
+                for path, said in self.here.items()
+            ]
+            return (
+                Group(Text("PyTorch already here", style="bold"), *lines, Text(""))
+                if lines
+                else Group()
+            )
+        parts: list[RenderableType] = [
+            Text("✓ Uses the PyTorch here, as it is", style="bold green"),
+            bullet(self.here.get(chosen, chosen)),
+            bullet("nothing is downloaded or installed in it, and the driver stays as it is"),
+        ]
+        instead = self.recompute(self.request.changed("use_env", None))
+        if isinstance(instead, Recommendation):
+            t = instead.torch
+            parts.append(bullet(
+                f"instead, the recommendation installs torch {t.version} {t.variant} in a new "
+                f"environment: about {TORCH_DOWNLOAD_GIB:.1f} GiB to download"
+            ))  # fmt: skip
+        parts.append(Text(""))
+        return Group(*parts)
+
+    @property
+    def usable(self) -> tuple[str, ...]:
+        return self.offers(self.request, self.result).get("use_env", ())
+
     def refresh_result(self) -> None:
+        self.query_one("#here", Static).update(self.here_text())
         self.result = self.recompute(self.request)
         self.query_one("#result-text", Static).update(result_text(self.result))
         self.query_one("#builds", Static).update(self.tried_text())

@@ -161,14 +161,11 @@ def user_steps(s: Selection, facts: HostFacts) -> list[Step]:
         steps.append(InstallCudaToolkit(s.family, s.cuda_toolkit))
     if wants.cudnn:
         steps.append(InstallCudnn(s.family, cuda_major))
-    if s.env.python_source != "system" and s.env.kind == "venv":
-        steps.append(InstallPython(s.family, s.env, s.arch))
-    gpu_count = len(facts.hardware.gpus)
-    steps += [
-        CreateEnv(s.env, s.arch, s.family),
-        InstallTorch(s.env, s.torch, s.arch),
-        VerifyTorch(s.env, s.torch, gpu_count),
-    ]
+    if s.env.existing is None:  # else the environment that is here is used as it is
+        if s.env.python_source != "system" and s.env.kind == "venv":
+            steps.append(InstallPython(s.family, s.env, s.arch))
+        steps += [CreateEnv(s.env, s.arch, s.family), InstallTorch(s.env, s.torch, s.arch)]
+    steps.append(VerifyTorch(s.env, s.torch, len(facts.hardware.gpus)))
     if wants.docker:
         steps += [InstallDocker(s.family), InstallContainerToolkit(s.family)]
     if wants.dcgm:

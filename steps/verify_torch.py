@@ -57,7 +57,7 @@ class VerifyTorch:
 
     def probe(self) -> tuple[Action, ...]:
         """The verification itself, whatever the facts say now."""
-        python = f"{self.env.path}/bin/python"
+        python = self.env.interpreter
         return (
             Command(
                 (

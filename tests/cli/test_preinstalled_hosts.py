@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpuwizard.frontends.cli import main
 from tests.cli.helpers import gpuwizard
@@ -154,3 +155,90 @@ def test_bench_with_no_torch_anywhere_says_how_to_give_one(tmp_path: Path) -> No
         in done.stderr
     )
     assert "pass --python PATH" in done.stderr
+
+
+USABLE = {
+    H200_VM: "/opt/torch/.venv",
+    "a10g-ubuntu2204-dlami-conda": "/opt/conda/envs/pytorch",
+    "h100pcie-ubuntu2204-lambda-stack": "/usr/lib/python3/dist-packages",
+}
+
+
+@pytest.mark.parametrize(("profile", "path"), USABLE.items())
+def test_recommend_offers_the_environment_that_is_here(
+    capsys: pytest.CaptureFixture[str], profile: str, path: str
+) -> None:
+    code, out = said(capsys, "--simulate", profile, "recommend")
+    assert code == 0 and "PyTorch already here:" in out
+    assert f"to use it as it is (nothing downloaded): --use-env {path}" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("profile", "path"), USABLE.items())
+def test_apply_with_use_env_installs_nothing_and_verifies_that_environment(
+    tmp_path: Path, profile: str, path: str
+) -> None:
+    """Issue 26 (1): the environment that is here, used as it is: no environment is made, no
+    PyTorch downloaded, the driver kept; its own Python verifies it, and bench runs there."""
+    plan = gpuwizard(tmp_path, "--simulate", profile, "apply", "--dry-run", "--use-env", path)
+    assert plan.returncode == 0, plan.stderr
+    assert "already here: used as it is" in plan.stdout and "driver: keep" in plan.stdout
+    for step in ("create-env", "install-torch", "Create the", "Install PyTorch"):
+        assert step not in plan.stdout, plan.stdout
+    done = gpuwizard(tmp_path, "--simulate", profile, "apply", "--yes", "--use-env", path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "==> verified: torch" in done.stdout and f"in {path} works on every GPU" in done.stdout
+    bench = gpuwizard(
+        tmp_path, "--simulate", profile, "bench", "--modes", "amp-bf16", "--no-dataload", "--json"
+    )
+    assert bench.returncode == 0 and f"(the environment {path})" in bench.stderr, bench.stderr
+
+
+@pytest.mark.parametrize(
+    ("profile", "path", "why"),
+    [
+        ("rtx4090-ubuntu2204-driver570-torch-cu130", "/home/alice/miniconda3/envs/train", "cu130 (CUDA 13.0) needs driver 580 or newer"),
+        (H200_VM, "/opt/nothing", "no PyTorch environment there (found: /opt/torch/.venv)"),
+    ],
+)  # fmt: skip
+def test_an_environment_that_cannot_be_used_is_refused_in_one_line(
+    tmp_path: Path, profile: str, path: str, why: str
+) -> None:
+    for command in ("recommend", "apply"):
+        done = gpuwizard(
+            tmp_path,
+            "--simulate",
+            profile,
+            command,
+            "--dry-run" if command == "apply" else "--json",
+            "--use-env",
+            path,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert why in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.slow
+def test_the_export_of_a_setup_that_used_the_environment_here(tmp_path: Path) -> None:
+    """answers.yaml replays the choice (no release pinned: the environment decides); deploy.sh
+    verifies that environment; a Dockerfile cannot (an image has no such environment) and is
+    left out with a note, or refused by name when asked for alone."""
+    here = "/opt/torch/.venv"
+    assert (
+        gpuwizard(tmp_path, "--simulate", H200_VM, "apply", "--yes", "--use-env", here).returncode
+        == 0
+    )
+    done = gpuwizard(tmp_path, "--simulate", H200_VM, "export", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "gpuwizard: Dockerfile: not made: the setup uses the PyTorch already in /opt/torch/.venv"
+        in done.stderr
+    )
+    made = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert "Dockerfile" not in made and {"answers.yaml", "deploy.sh"} <= set(made)
+    answers = (tmp_path / "out" / "answers.yaml").read_text()
+    request = yaml.safe_load(answers)["request"]
+    assert request["use_env"] == here and "torch" not in request and "variant" not in request
+    assert f"{here}/bin/python3 -I -c" in (tmp_path / "out" / "deploy.sh").read_text()
+    alone = gpuwizard(tmp_path, "--simulate", H200_VM, "export", "--format", "dockerfile")
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1, alone.stderr

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Input, Select, Static
 
 from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.machine.host import Host
@@ -244,3 +244,36 @@ async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_uns
             await pilot.press(*"Correct-Horse-9", "enter")
         await until(pilot, lambda: install.current != "enroll-mok" or install.mode != "running")
         assert install.stage.run.status("enroll-mok") in ("done", "awaiting_reboot")
+
+
+async def test_the_pytorch_already_here_can_be_chosen_and_is_used_as_it_is(home: Path) -> None:
+    """Issue 26 (1): on the H200 microVM with torch 2.11.0+cu130 in /opt/torch/.venv, Choose
+    lists it with its fit and offers it; chosen, Review plans no environment and no download,
+    only its verification, which runs in that environment."""
+    from tests.ui.test_benchmark import text_of
+
+    app = GpuWizardApp(sim_backend("h200-vm-ubuntu2404-preinstalled", home=home / "gpuwizard"))
+    async with app.run_test(size=(100, 32)) as pilot:
+        await until(pilot, shows(pilot, DetectView))
+        await pilot.press("enter")
+        await until(pilot, shows(pilot, RecommendView))
+        choose = view_of(pilot)
+        said = " ".join(text_of(app, "#here").split())
+        assert "torch 2.11.0+cu130 (CUDA 13.0) in /opt/torch/.venv" in said and "fits" in said
+        select = choose.query_one("#wish-use_env", Select)
+        select.value = "/opt/torch/.venv"
+        await pilot.pause()
+        assert choose.request.use_env == "/opt/torch/.venv"
+        said = " ".join(text_of(app, "#here").split())
+        assert "Uses the PyTorch here" in said and "nothing is downloaded" in said
+        assert "instead, the recommendation installs torch 2.14.1" in said, said
+        await pilot.press("c")
+        await until(pilot, shows(pilot, ReviewView))
+        todo = [s.id for s in view_of(pilot).plan.steps if not s.satisfied]
+        assert todo == ["verify-torch"], todo
+        await pilot.press("s")
+        await until(pilot, shows(pilot, InstallView))
+        await pilot.press("a")
+        await until(pilot, shows(pilot, VerifyView))
+        report = view_of(pilot).report
+        assert report.ok and report.env == "/opt/torch/.venv" and report.torch == "2.11.0"

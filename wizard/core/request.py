@@ -107,6 +107,12 @@ def _python_form(value: str) -> str | None:
     return None if _MINOR.fullmatch(value) else "expected a Python version like 3.11"
 
 
+def _env_path_form(value: str) -> str | None:
+    if value.startswith("/") and "\n" not in value and len(value) <= 4096:
+        return None
+    return "expected the absolute path of an environment that has PyTorch (detect lists them)"
+
+
 def _env_name_form(value: str) -> str | None:
     if _ENV_NAME.fullmatch(value):
         return None
@@ -154,6 +160,13 @@ class SetupRequest:
         engine=True,
         help="also install the CUDA toolkit (nvcc) of the PyTorch build, to compile extensions",
     )  # fmt: skip
+    use_env: str | None = wish(
+        None, flag="--use-env", metavar="PATH", label="PyTorch here", group="environment",
+        widget="select", form=_env_path_form, engine=True, auto="no: a new environment",
+        help="use the PyTorch already in the environment at PATH (detect lists them): verify, "
+        "benchmark and export it, download nothing, keep the driver",
+    )  # fmt: skip
+    """An existing environment's prefix (``TorchEnv.path``); None: set up a new one."""
     env_kind: EnvKind = wish(
         "venv", flag="--env", label="Environment", group="environment", widget="select",
         values=get_args(EnvKind),

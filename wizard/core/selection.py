@@ -63,6 +63,14 @@ class EnvChoice:
     python: str
     """major.minor."""
     python_source: PythonSource = "system"
+    existing: str | None = None
+    """The interpreter of an environment that was here already (``--use-env``), used as it is:
+    nothing is created or installed in it. None: gpuwizard makes the environment."""
+
+    @property
+    def interpreter(self) -> str:
+        """The Python that imports this environment's torch."""
+        return self.existing or f"{self.path}/bin/python"
 
 
 @dataclass(frozen=True)

@@ -401,8 +401,16 @@ def render_dockerfile(source: ExportSource) -> str:
     """The Dockerfile for the plan's image steps.
 
     Raises:
-        ExportError: a path with a line break or NUL, or a step an image build cannot run.
+        ExportError: a path with a line break or NUL, a step an image build cannot run, or a
+            setup that uses the PyTorch already on its machine (an image has none).
     """
+    existing = source.selection.env
+    if existing.existing is not None:
+        raise ExportError(
+            f"the setup uses the PyTorch already in {existing.path}, which an image built from "
+            "nvidia/cuda does not have: for a Dockerfile, export a setup that installs PyTorch "
+            "(without --use-env)"
+        )
     table = load_table()
     base = base_image(source, table)
     env_path = check_path(source.selection.env.path, "environment path")

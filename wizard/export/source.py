@@ -39,6 +39,8 @@ class ExportSource:
         release, the CUDA build and the driver decision it resolved to (a pin the person left to
         gpuwizard, a driver branch or a Python, stays left to it)."""
         s = self.selection
+        if s.env.existing is not None:  # the PyTorch that is there decides: nothing to pin
+            return replace(s.request, keep_driver=True)
         return replace(
             s.request,
             torch=s.torch.version,

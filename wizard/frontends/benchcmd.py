@@ -59,7 +59,9 @@ def python_argv(
             raise BenchUsageError(f"--python {args.python}: not an executable file")
         # as Machine.python_in: the current folder is never searched
         return (str(path), ISOLATED), args.python
-    env = built_env(machine.state_dir)
+    env, interpreter = built_env(machine.state_dir)
+    if interpreter is not None:  # the setup used an environment that was here: that one
+        return machine.python_of(env, interpreter), f"{interpreter} (the environment {env})"
     if machine.host().exists(f"{env}/bin/python"):
         return machine.python_in(env), f"{env}/bin/python (gpuwizard's environment)"
     return existing_python(machine, facts, env)
@@ -75,7 +77,7 @@ def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple
         )
     found = best.env
     # The simulated machine runs its stand-in for the environment at that path.
-    argv = machine.python_in(found.path) if machine.simulated else (found.python, ISOLATED)
+    argv = machine.python_of(found.path, found.python)
     verdict = "" if best.fits else f"; {best.summary}"
     said = (
         f"{found.python} ({found.words()}, found as {found.found_by[0]}{verdict}; "
@@ -84,13 +86,17 @@ def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple
     return argv, said
 
 
-def built_env(state_dir: Path) -> str:
-    """The environment the wizard's last run built, else the default path."""
+def built_env(state_dir: Path) -> tuple[str, str | None]:
+    """The environment the wizard's last run set up, else the default path; with the
+    interpreter of one that was here already (``--use-env``)."""
     try:
         journal = current(state_dir, None).journal
     except OSError:
         journal = None
-    return journal.data.selection.env.path if journal else DEFAULT_ENV
+    if journal is None:
+        return DEFAULT_ENV, None
+    env = journal.data.selection.env
+    return env.path, env.existing
 
 
 def writable_state_dir(preferred: Path) -> Path:

@@ -113,18 +113,28 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     # The solver is loaded only here: `detect --json` stays fast without it.
-    from gpuwizard.frontends.report import recommendation_lines
+    from gpuwizard.frontends.report import existing_lines, recommendation_lines
     from gpuwizard.recommend.engine import recommend
+    from gpuwizard.recommend.existing import use_env_problem
     from gpuwizard.recommend.result import Refusal, to_json_contract
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
 
     table = load_table()
     try:
-        target, this_machine = recommend_target(args, table)
+        target, facts = recommend_target(args, table)
+        this_machine = facts is not None and not args.facts
         request = requested(args)
         if request.keep_driver and target.driver is None:
             raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
+        if request.use_env and facts is None:
+            raise BadInput("--use-env: a described host has no environments; drop --gpu/--os")
+        if (
+            request.use_env
+            and facts
+            and (problem := use_env_problem(facts, table, request.use_env))
+        ):
+            raise BadInput(problem)
         result = recommend(table, target, request)
     except BadInput as error:
         raise UsageError(str(error)) from None
@@ -136,6 +146,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print(json_text(contract))
     else:
         print("\n".join(recommendation_lines(result)))
+        if facts is not None and not isinstance(result, Refusal):
+            print("\n".join(existing_lines(facts, table, request.use_env)))
         if online is not None:
             print("\nOnline: " + str(online["summary"]))
     if isinstance(result, Refusal) and not result.gpus and this_machine and args.simulate is None:
@@ -143,8 +155,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return EXIT_UNSUPPORTED if isinstance(result, Refusal) else EXIT_OK
 
 
-def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Target, bool]:
-    """The host to recommend for, and whether it is the one this command runs on (or simulates)."""
+def recommend_target(
+    args: argparse.Namespace, table: CompatTable
+) -> tuple[Target, HostFacts | None]:
+    """The host to recommend for, and its facts when it is a machine (this one, the simulated
+    one, or --facts) rather than a description (--gpu, --os)."""
     from gpuwizard.recommend.target import target_from_facts, target_from_spec
 
     described = args.gpu or args.os or args.arch or args.driver or args.driver_flavor or args.python
@@ -153,15 +168,17 @@ def recommend_target(args: argparse.Namespace, table: CompatTable) -> tuple[Targ
             "--facts describes the whole host; drop --gpu/--os/--arch/--driver/--python"
         )
     if args.facts:
-        return target_from_facts(read_facts(args.facts), table), False
+        facts = read_facts(args.facts)
+        return target_from_facts(facts, table), facts
     if described:
         if not args.gpu or not args.os:
             raise UsageError(
                 "describe a host with both --gpu and --os (e.g. --gpu H100 --os ubuntu:22.04)"
             )
         spec = (args.gpu, args.os, args.arch, args.driver, args.driver_flavor, args.python)
-        return target_from_spec(table, *spec), False
-    return target_from_facts(detect_facts(args), table), True
+        return target_from_spec(table, *spec), None
+    facts = detect_facts(args)
+    return target_from_facts(facts, table), facts
 
 
 FACTS_MAX_BYTES = 16 * MIB

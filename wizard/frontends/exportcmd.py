@@ -102,7 +102,9 @@ def run_export(
         try:
             files += render(source, name)
         except ExportError as error:
-            raise ExportUsageError(f"{name}: {error}") from None
+            if args.format is not None:  # asked for by name: it must be made
+                raise ExportUsageError(f"{name}: {error}") from None
+            _say(f"{FORMATS[name].title}: not made: {error}")
     if args.output is None and len(formats) == 1 and len(files) == 1:
         to_stdout(files[0])
         _say(files[0].note)

@@ -21,6 +21,7 @@ from gpuwizard.recommend.sizing import Finding
 
 if TYPE_CHECKING:
     from gpuwizard.recommend.result import Recommendation, Refusal
+    from gpuwizard.recommend.table import CompatTable
 
 _MARK = {"ok": "ok ", "info": "-- ", "warning": "!! ", "error": "XX "}
 
@@ -96,4 +97,24 @@ def recommendation_lines(result: Recommendation | Refusal) -> list[str]:
         ]
     if result.rejected:
         lines += ["", "Not chosen:"] + [f"  - {r.option}: {r.reason}" for r in result.rejected]
+    return lines
+
+
+def existing_lines(facts: HostFacts, table: CompatTable, chosen: str | None) -> list[str]:
+    """The PyTorch already on the machine, after a recommendation: each found, whether it fits,
+    and how to use it as it is (--use-env: nothing downloaded); or the one chosen."""
+    from gpuwizard.recommend.existing import ranked
+
+    fits = ranked(facts, table)
+    if not fits:
+        return []
+    lines = ["", "PyTorch already here:"]
+    for fit in fits:
+        lines.append(f"  {fit.env.words()}: {fit.summary}")
+        if fit.env.path == chosen:
+            lines.append(
+                "    chosen (--use-env): used as it is; nothing is downloaded or installed in it"
+            )
+        elif fit.fits:
+            lines.append(f"    to use it as it is (nothing downloaded): --use-env {fit.env.path}")
     return lines

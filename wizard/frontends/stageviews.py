@@ -25,6 +25,7 @@ from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
 from gpuwizard.recommend import pinned
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.existing import ranked
 from gpuwizard.recommend.os_support import match_os
 from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.recommend.sizing import assess
@@ -131,15 +132,19 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
         return recommend(table, target, request)
 
     request = stage.context.request
-    return RecommendView(
-        recompute(request), request, recompute, offers_on(table, target), stage.note
-    )
+    facts = stage.context.facts
+    fits = ranked(facts, table)
+    usable = tuple(f.env.path for f in fits if f.fits)
+    offers = offers_on(table, target, usable)
+    here = {f.env.path: f"{f.env.words()}: {f.summary}" for f in fits}
+    return RecommendView(recompute(request), request, recompute, offers, stage.note, here=here)
 
 
-def offers_on(table: CompatTable, target: Target) -> Offers:
+def offers_on(table: CompatTable, target: Target, usable: tuple[str, ...] = ()) -> Offers:
     """What this host offers for each wish: every known release, the chosen release's CUDA
-    builds, the driver branches, kernel modules and Pythons it can have, and keeping the
-    driver only where one is installed (and owned here)."""
+    builds, the driver branches, kernel modules and Pythons it can have, keeping the driver
+    only where one is installed (and owned here), and the PyTorch environments already here
+    that fit it (``usable``)."""
     versions = tuple(sorted((r.version for r in table.torch_releases), key=Version.parse, reverse=True))  # fmt: skip
     builds = {r.version: r.variants for r in table.torch_releases}
     pins = offered_pins(table, target)
@@ -153,7 +158,9 @@ def offers_on(table: CompatTable, target: Target) -> Offers:
         if release not in builds and isinstance(result, Recommendation):
             release = result.torch.version  # the builds of the release recommended
         variants = builds.get(release, ()) if release else ()
-        return {"torch": versions, "variant": variants, **pins, "keep_driver": kept}
+        return {
+            "torch": versions, "variant": variants, **pins, "keep_driver": kept, "use_env": usable,
+        }  # fmt: skip
 
     return offers
 
@@ -178,7 +185,9 @@ def benchmark_view(
     gpus = len(facts.hardware.gpus)
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
     spec = BenchSpec(
-        python=backend.python_in(env_path(selection)),
+        python=backend.python_of(
+            env_path(selection), selection.env.existing if selection else None
+        ),
         gpus=gpus,
         dataload_dir=DATALOAD_DIR,
         allreduce_max_mib=allreduce_max_mib(memory),

@@ -42,6 +42,14 @@ class Machine:
     """argv that runs the Python of the environment at this path (the benchmark runs there),
     isolated: nothing in the current folder, PYTHONPATH or the user's site-packages is imported."""
 
+    def python_of(self, path: str, interpreter: str | None = None) -> tuple[str, ...]:
+        """argv for an environment's Python: gpuwizard's (``path``/bin/python), or one found
+        here with its own ``interpreter`` (/usr/bin/python3.10 for a distribution's torch). The
+        simulated machine runs its stand-in for the environment at ``path``."""
+        if interpreter is None or self.simulated:
+            return self.python_in(path)
+        return (interpreter, ISOLATED)
+
 
 def user_state_dir() -> Path:
     """The per-user state folder (XDG_STATE_HOME/gpuwizard), for what runs without root."""

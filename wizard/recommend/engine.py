@@ -65,7 +65,7 @@ def driver_options(
     current = target.driver
     if current:
         options.append(DriverOption("keep", current.branch, current.version, current.flavor))
-    if target.driver_managed_elsewhere or request.keep_driver or os_row is None:
+    if target.driver_managed_elsewhere or request.keep_driver or request.use_env or os_row is None:
         return tuple(options)
     action: DriverAction = "install" if current is None else "upgrade"
     for branch in os_row.driver_branches:

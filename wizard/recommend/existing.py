@@ -251,3 +251,21 @@ def fitting_variant(env: TorchEnv, facts: HostFacts, table: CompatTable) -> str 
 def _variant_key(variant: str) -> tuple[int, int]:
     digits = variant.removeprefix("cu")
     return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else (0, 0)
+
+
+def env_at(facts: HostFacts, path: str) -> TorchEnv | None:
+    """The PyTorch environment detection found at ``path`` (its prefix)."""
+    return next((e for e in facts.python.torch_envs if e.path == path), None)
+
+
+def use_env_problem(facts: HostFacts, table: CompatTable, path: str) -> str | None:
+    """Why the environment at ``path`` cannot be used as it is (``--use-env``: there is none,
+    or its torch does not run here); None: it can be used."""
+    env = env_at(facts, path)
+    if env is None:
+        found = ", ".join(e.path for e in facts.python.torch_envs) or "none was found"
+        return f"--use-env {path}: no PyTorch environment there (found: {found})"
+    fit = judge_torch_env(env, facts, table)
+    if not fit.fits:
+        return f"--use-env {path}: its PyTorch cannot be used here: {'; '.join(fit.reasons)}"
+    return None

@@ -11,9 +11,10 @@ from __future__ import annotations
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.paths import ENVS_DIR, MINIFORGE_DIR
 from gpuwizard.core.plan import Plan
-from gpuwizard.core.request import SetupRequest, form_problem, wish_named
+from gpuwizard.core.request import EnvKind, SetupRequest, form_problem, wish_named
 from gpuwizard.core.selection import DriverChoice, EnvChoice, PythonSource, Selection, TorchChoice
 from gpuwizard.core.version import Version
+from gpuwizard.recommend.existing import env_at
 from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import CompatTable
@@ -67,6 +68,10 @@ def selection_for(
     version, source = python_source(os_row, recommendation)
     if request.env_kind == "conda":
         source = "system"  # conda brings its own interpreter
+    torch = TorchChoice(t.version, t.variant, t.index_url, t.torchvision, t.torchaudio)
+    env = EnvChoice(request.env_kind, env_path(request), version, source)
+    if request.use_env:
+        torch, env = existing_choice(facts, request.use_env)
     return Selection(
         family="rhel" if os_row and os_row.driver_source == "cuda-repo-dnf" else "debian",
         cuda_repo=os_row.cuda_repo if os_row else "",
@@ -82,11 +87,23 @@ def selection_for(
             d.signed_modules,
             d.version_lock,
         ),
-        torch=TorchChoice(t.version, t.variant, t.index_url, t.torchvision, t.torchaudio),
-        env=EnvChoice(request.env_kind, env_path(request), version, source),
+        torch=torch,
+        env=env,
         request=request,
         wsl=facts.platform.wsl,
     )
+
+
+def existing_choice(facts: HostFacts, path: str) -> tuple[TorchChoice, EnvChoice]:
+    """The torch and the environment already at ``path``, used as they are (``--use-env``)."""
+    env = env_at(facts, path)
+    if env is None or env.variant is None:
+        raise OptionsError(f"--use-env {path}: no PyTorch with a CUDA build there")
+    kind: EnvKind = "conda" if env.kind == "conda" else "venv"
+    python = env.python_version or facts.python.system_python or "3"
+    # The release, as the verification reports it ("2.11.0"); the build is the variant.
+    torch = TorchChoice(env.release, env.variant, "", env.torchvision, env.torchaudio)
+    return torch, EnvChoice(kind, env.path, python, "system", existing=env.python)
 
 
 def summary(recommendation: Recommendation, selection: Selection) -> tuple[str, ...]:
@@ -96,6 +113,15 @@ def summary(recommendation: Recommendation, selection: Selection) -> tuple[str, 
         if d.action == "keep"
         else f"driver: {d.action} R{d.branch} ({d.flavor})"
     )
+    if e.existing:
+        vision = f", torchvision {t.torchvision}" if t.torchvision else ", no torchvision"
+        build = "" if "+" in t.version else f" ({t.variant})"
+        return (
+            driver,
+            f"pytorch: torch {t.version}{build}{vision}, already here: used as it is",
+            f"environment: {e.path} (Python {e.python}, found here: nothing is installed in it)",
+            FIT[recommendation.status],
+        )
     return (
         driver,
         f"pytorch: torch {t.version} ({t.variant}), torchvision {t.torchvision or 'UNCONFIRMED'}",

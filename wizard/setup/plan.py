@@ -15,6 +15,7 @@ from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
 from gpuwizard.export.answers import Answers, misfits
 from gpuwizard.recommend.engine import recommend
+from gpuwizard.recommend.existing import use_env_problem
 from gpuwizard.recommend.planner import OptionsError, plan_for
 from gpuwizard.recommend.result import Refusal
 from gpuwizard.recommend.table import CompatTable
@@ -39,6 +40,8 @@ class Replay:
 def plan_request(
     table: CompatTable, facts: HostFacts, request: SetupRequest, replay: Replay | None = None
 ) -> Planned | PlanRefused:
+    if request.use_env and (problem := use_env_problem(facts, table, request.use_env)):
+        return PlanRefused(problem, EXIT_BAD_INPUT)
     try:
         result = recommend(table, target_from_facts(facts, table), request)
     except BadInput as error:  # pins are checked on the way in; this is the last guard

@@ -318,10 +318,17 @@ def write_torch_version(site: Path, version: str, variant: str) -> None:
 
 
 def installed_torch(sandbox: Sandbox, env: str) -> str | None:
+    """The torch release in the environment at ``env``: a venv's or conda env's site-packages,
+    or ``env`` itself when it is a site folder (a distribution's dist-packages, Lambda Stack)."""
     python = env_python(sandbox, env)
     site = sandbox.path(f"{env}/lib/python{python}/site-packages")
     found = sorted(site.glob("torch-*.dist-info")) if site.exists() else []
-    return found[0].name[len("torch-") : -len(".dist-info")].split("+")[0] if found else None
+    if found:
+        return found[0].name[len("torch-") : -len(".dist-info")].split("+")[0]
+    version_py = sandbox.path(f"{env}/torch/version.py")
+    said = version_py.read_text(errors="replace") if version_py.is_file() else ""
+    version = re.search(r"""__version__\s*=\s*['"]([^'"+]+)""", said)
+    return version.group(1) if version else None
 
 
 def relative(path: Path, sandbox: Sandbox) -> str:

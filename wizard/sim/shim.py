@@ -355,8 +355,8 @@ def python(
         return state, effects.pip_install(sandbox, env, args[3:]), 0
     if args[:3] == ["-m", "pip", "download"]:
         return state, effects.pip_download(sandbox, env, args[3:]), 0
-    if args[:1] == ["-c"]:
-        return verify(sandbox, state, env, args[2], int(args[3]))
+    if args[:1] == ["-c"]:  # the probe: the environment it verifies is its last argument
+        return verify(sandbox, state, args[4] if len(args) > 4 else env, args[2], int(args[3]))
     return state, [], 0
 
 
