@@ -170,7 +170,8 @@ def test_recommend_offers_the_environment_that_is_here(
 ) -> None:
     code, out = said(capsys, "--simulate", profile, "recommend")
     assert code == 0 and "PyTorch already here:" in out
-    assert f"to use it as it is (nothing downloaded): --use-env {path}" in out
+    assert f"to use it as it is: --use-env {path} (nothing downloaded; the recommended" in out
+    assert "GiB)" in out
 
 
 @pytest.mark.slow

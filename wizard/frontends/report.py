@@ -104,8 +104,10 @@ def existing_lines(facts: HostFacts, table: CompatTable, chosen: str | None) -> 
     """The PyTorch already on the machine, after a recommendation: each found, whether it fits,
     and how to use it as it is (--use-env: nothing downloaded); or the one chosen."""
     from gpuwizard.recommend.existing import ranked
+    from gpuwizard.steps import COSTS
 
     fits = ranked(facts, table)
+    saved = COSTS["install-torch"].download_mib / 1024
     if not fits:
         return []
     lines = ["", "PyTorch already here:"]
@@ -116,5 +118,8 @@ def existing_lines(facts: HostFacts, table: CompatTable, chosen: str | None) -> 
                 "    chosen (--use-env): used as it is; nothing is downloaded or installed in it"
             )
         elif fit.fits:
-            lines.append(f"    to use it as it is (nothing downloaded): --use-env {fit.env.path}")
+            lines.append(
+                f"    to use it as it is: --use-env {fit.env.path} (nothing downloaded; the "
+                f"recommended PyTorch in a new environment is about {saved:.1f} GiB)"
+            )
     return lines
