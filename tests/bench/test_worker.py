@@ -341,3 +341,42 @@ def test_worker_speaks_this_protocol_version() -> None:
     worker = load_worker()
     assert worker.SCHEMA == protocol.SCHEMA
     assert worker.MODES == protocol.MODES
+
+
+# ---------------------------------------------------------------- the stopping rule (issue 27)
+@pytest.mark.parametrize(
+    ("stream", "stops_after"),
+    [
+        pytest.param([1000.0, 1003, 998, 1001, 999, 1000, 1002], 5, id="steady: the first five"),
+        pytest.param([700.0, 850, 990, 1000, 1004, 998, 1001, 999], 7, id="warming up, then steady"),
+        pytest.param([1000.0, 1030, 970, 1025, 975, 1020, 980, 1015, 985, 1010], None, id="noisy: never"),
+        pytest.param([1000.0 - 8 * n for n in range(12)], None, id="drifting down: never"),
+    ],
+)  # fmt: skip
+def test_a_mode_stops_once_its_last_five_samples_agree_within_one_percent(
+    stream: list[float], stops_after: int | None
+) -> None:
+    from gpuwizard.bench.gpu_worker import steady
+
+    stopped = next((n for n in range(1, len(stream) + 1) if steady(stream[:n])), None)
+    assert stopped == stops_after
+
+
+def test_the_timed_loop_stops_when_steady_and_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop asks the rule after each sample; --fixed and the limit still bound it."""
+    import types
+
+    from gpuwizard.bench import gpu_worker
+
+    def run_with(values: list[float], steps: int, fixed: bool = False) -> int:
+        given = iter(values)
+        monkeypatch.setattr(gpu_worker, "sample_fields", lambda *a: {"images_per_s": next(given)})
+        args = types.SimpleNamespace(steps=steps, sample_every=3, fixed=fixed)
+        events = types.SimpleNamespace(emit=lambda kind, **fields: None)
+        run = types.SimpleNamespace(args=args, sync=lambda: None, events=events)
+        return len(gpu_worker.timed_samples(run, "tf32", 8, lambda: None))  # type: ignore[arg-type]
+
+    steady_stream = [1000.0] * 20
+    assert run_with(steady_stream, steps=60) == 5, "steady: 5 samples (15 steps), not 20"
+    assert run_with(steady_stream, steps=60, fixed=True) == 20, "--fixed runs every step"
+    assert run_with([1000.0 + 50 * (n % 2) for n in range(30)], steps=60) == 20, "noisy: the limit"

@@ -103,8 +103,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--image-size", type=positive, help="default 224 on cuda, 64 on cpu")
     parser.add_argument("--model", choices=("resnet50", "resnet18"), default="resnet50")
     parser.add_argument("--warmup", type=non_negative, help="default 10 on cuda, 2 on cpu")
-    parser.add_argument("--steps", type=positive, help="timed steps; default 30 on cuda, 6 on cpu")
-    parser.add_argument("--sample-every", type=positive, help="steps per sample; default steps/10")
+    parser.add_argument(
+        "--steps", type=positive,
+        help="the most timed steps; a mode stops sooner once steady (default 60 on cuda, 8 on cpu)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sample-every", type=positive, help="steps per sample; default 3 (cuda), 1"
+    )
+    parser.add_argument(
+        "--fixed", action="store_true", help="run every one of --steps, steady or not"
+    )
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument("--no-channels-last", dest="channels_last", action="store_false")
     parser.add_argument("--allreduce", action="store_true", help="all_reduce bandwidth (DDP)")
@@ -151,7 +159,7 @@ def fill_defaults(args: argparse.Namespace, device_type: str) -> None:
     defaults = {
         "image_size": 224 if on_gpu else 64,
         "warmup": 10 if on_gpu else 2,
-        "steps": 30 if on_gpu else 6,
+        "steps": 60 if on_gpu else 8,
         "allreduce_max_mib": 256 if on_gpu else 8,
         "dataload_mib": 256 if on_gpu else 32,
     }
@@ -159,7 +167,7 @@ def fill_defaults(args: argparse.Namespace, device_type: str) -> None:
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.sample_every is None:
-        args.sample_every = max(1, args.steps // 10)
+        args.sample_every = 3 if on_gpu else 1
 
 
 # ---------------------------------------------------------------- environment
@@ -506,9 +514,11 @@ def agree_all(run: Run, fits: bool) -> bool:
 def timed_samples(
     run: Run, mode: str, batch_size: int, step: Callable[[], None]
 ) -> list[dict[str, Any]]:
-    """Run the timed steps, syncing the device only at sample boundaries; emit each sample."""
-    args, samples, done = run.args, [], 0
-    while done < args.steps:
+    """Run the timed steps, syncing the device only at sample boundaries; emit each sample. Stop
+    once the throughput is steady (gpuwizard.bench.steady), or after ``--steps``."""
+    args, done = run.args, 0
+    samples: list[dict[str, Any]] = []
+    while done < args.steps and (args.fixed or not steady([s["images_per_s"] for s in samples])):
         count = min(args.sample_every, args.steps - done)
         run.sync()
         begin = time.perf_counter()
@@ -521,6 +531,27 @@ def timed_samples(
         run.events.emit("sample", **sample)
         samples.append(sample)
     return samples
+
+
+STEADY_WINDOW = 5
+"""The samples the stopping rule looks at: the last five."""
+STEADY_TOLERANCE = 0.01
+"""How far from their median each of them may be: 1%."""
+
+
+def steady(
+    values: Sequence[float], window: int = STEADY_WINDOW, tolerance: float = STEADY_TOLERANCE
+) -> bool:
+    """A mode's throughput has settled: its last ``window`` samples all lie within
+    ``tolerance`` of their median (issue 27). A steady GPU stops after 15 timed steps where a
+    fixed count ran 30; a noisy or drifting one (clocks settling, a neighbour's load) runs on
+    to ``--steps``. Every rank decides from the same gathered numbers, so DDP ranks stop
+    together. The result is still the median of every timed sample."""
+    if len(values) < window:
+        return False
+    last = values[-window:]
+    middle = statistics.median(last)
+    return middle > 0 and all(abs(v - middle) <= tolerance * middle for v in last)
 
 
 def sample_fields(

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from gpuwizard.bench.gpu_worker import steady
 from gpuwizard.bench.protocol import MODES, SCHEMA, Mode
 from gpuwizard.bench.references import load_references, mode_class
 from gpuwizard.core.facts import Gpu
@@ -88,8 +89,10 @@ def train(out: Stream, gpus: list[Gpu], mode: Mode, world: int, batch: int) -> N
         out.wait(0.08)
     efficiency = 0.985 if world > 1 else 1.0
     per_gpu = rate(gpu, mode) * efficiency
-    values = []
-    for sample in range(1, 11):
+    values: list[float] = []
+    for sample in range(1, 11):  # the worker's rule: on until steady, at most its limit
+        if steady(values):
+            break
         out.wait(0.2)
         ranks = [per_gpu * out.noise.uniform(0.985, 1.01) for _ in range(world)]
         total = sum(ranks)
