@@ -99,16 +99,21 @@ def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
     if s.wsl or facts.platform.container:
         return []  # the driver is Windows' or the container host's: nothing of it is ours
     if not s.driver.installs:
-        # T23: nothing to install, but only a reboot loads the driver the libraries now expect.
-        if not _library_mismatch(facts):
-            return []
-        return [
-            Reboot(
-                _library_mismatch,
-                id="reboot-driver-update",
-                title="Reboot to load the updated driver",
+        # A kept driver on an NVSwitch system still needs its Fabric Manager (one skipped, or
+        # never installed, is planned again); T23: nothing to install, but only a reboot loads
+        # the driver the libraries now expect.
+        kept: list[Step] = []
+        if facts.hardware.nvswitches:
+            kept.append(InstallFabricManager(s.family, s.driver.branch))
+        if _library_mismatch(facts):
+            kept.append(
+                Reboot(
+                    _library_mismatch,
+                    id="reboot-driver-update",
+                    title="Reboot to load the updated driver",
+                )
             )
-        ]
+        return kept
     return [*_install_driver_steps(s, facts), *_load_driver_steps(s, facts)]
 
 

@@ -200,6 +200,7 @@ def test_apply_with_use_env_installs_nothing_and_verifies_that_environment(
     [
         ("rtx4090-ubuntu2204-driver570-torch-cu130", "/home/alice/miniconda3/envs/train", "cu130 (CUDA 13.0) needs driver 580 or newer"),
         (H200_VM, "/opt/nothing", "no PyTorch environment there (found: /opt/torch/.venv)"),
+        (H200_VM, "/opt/torch/.venv --torch 2.5.1", "uses the PyTorch that is there as it is: drop --torch"),
     ],
 )  # fmt: skip
 def test_an_environment_that_cannot_be_used_is_refused_in_one_line(
@@ -213,7 +214,7 @@ def test_an_environment_that_cannot_be_used_is_refused_in_one_line(
             command,
             "--dry-run" if command == "apply" else "--json",
             "--use-env",
-            path,
+            *path.split(),
         )
         assert done.returncode == 2, done.stdout + done.stderr
         assert why in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -40,7 +40,7 @@ def test_every_wish_is_written_out_and_every_version_is_a_quoted_string() -> Non
     request = SetupRequest(env_kind="conda", env_name="train-1", docker=True, dcgm=True, nccl=True, hold_driver=True, needs_nvcc=True, cudnn=True)  # fmt: skip
     text = render_answers(source_for("h100x8-ubuntu2204-fresh", request))
     data = yaml.safe_load(text)
-    left_to_gpuwizard = {"driver_branch", "driver_flavour", "python"}
+    left_to_gpuwizard = {"driver_branch", "driver_flavour", "python", "use_env"}
     assert set(data["request"]) == {w.name for w in WISHES} - left_to_gpuwizard
     assert data["request"]["env_kind"] == "conda" and data["request"]["docker"] is True
     assert '  torch: "2.14.1"' in text and '  variant: "cu130"' in text

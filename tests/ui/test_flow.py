@@ -206,6 +206,8 @@ async def test_a_skipped_needed_step_is_asked_marked_and_named_to_the_end(home: 
     doctor = gpuwizard(home, "--simulate", profile, "doctor")
     assert f"Skipped in the setup: {title}" in doctor.stdout, doctor.stdout
     assert "Fabric Manager not installed" in doctor.stdout
+    again = gpuwizard(home, "--simulate", profile, "apply", "--dry-run")
+    assert f"1. {title}" in again.stdout, "a new plan has the step still needed: " + again.stdout
 
 
 async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_unseen(

@@ -129,11 +129,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             raise BadInput("--keep-driver: no NVIDIA driver is installed to keep")
         if request.use_env and facts is None:
             raise BadInput("--use-env: a described host has no environments; drop --gpu/--os")
-        if (
-            request.use_env
-            and facts
-            and (problem := use_env_problem(facts, table, request.use_env))
-        ):
+        if facts and (problem := use_env_problem(facts, table, request)):
             raise BadInput(problem)
         result = recommend(table, target, request)
     except BadInput as error:

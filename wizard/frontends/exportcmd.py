@@ -98,6 +98,7 @@ def run_export(
     if source.already_set_up and note is None:
         note = ALREADY_SET_UP
     files: list[ExportFile] = []
+    failed: str | None = None
     for name in formats:
         try:
             files += render(source, name)
@@ -105,6 +106,9 @@ def run_export(
             if args.format is not None:  # asked for by name: it must be made
                 raise ExportUsageError(f"{name}: {error}") from None
             _say(f"{FORMATS[name].title}: not made: {error}")
+            failed = failed or f"{name}: {error}"
+    if not files:  # none could be made: say why, never "exported" nothing
+        raise ExportUsageError(failed or "nothing to export")
     if args.output is None and len(formats) == 1 and len(files) == 1:
         to_stdout(files[0])
         _say(files[0].note)

@@ -414,6 +414,8 @@ class Script:
             self.out.write(
                 f"==> verified: torch {report.torch} in {report.env} works on every GPU\n"
             )
+        for title in stage.left:
+            self.out.write(f"==> skipped by you, so the setup is not complete: {title}\n")
         return EXIT_DONE
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 
 from gpuwizard.core.facts import HostFacts, Nvml, NvmlOk
 from gpuwizard.core.gpus import GpuModel
+from gpuwizard.core.request import SetupRequest, wish_named
 from gpuwizard.core.torch_envs import TorchEnv
 from gpuwizard.core.version import Version, at_least, is_version
 from gpuwizard.recommend.rules import covers
@@ -258,13 +259,32 @@ def env_at(facts: HostFacts, path: str) -> TorchEnv | None:
     return next((e for e in facts.python.torch_envs if e.path == path), None)
 
 
-def use_env_problem(facts: HostFacts, table: CompatTable, path: str) -> str | None:
-    """Why the environment at ``path`` cannot be used as it is (``--use-env``: there is none,
-    or its torch does not run here); None: it can be used."""
+USE_ENV_DECIDES = ("torch", "variant", "python", "env_kind", "env_name")
+"""The wishes an environment that is here answers itself: asking for them too contradicts it."""
+
+
+def use_env_problem(facts: HostFacts, table: CompatTable, request: SetupRequest) -> str | None:
+    """Why the environment the request asks to use (``--use-env``) cannot be used as it is:
+    there is none at that path, a wish it answers itself is asked for too, it is a user's
+    site-packages (the isolated Python that verifies and benchmarks it never imports those),
+    or its torch does not run here; None: it can be used (or none is asked for)."""
+    path = request.use_env
+    if path is None:
+        return None
     env = env_at(facts, path)
     if env is None:
         found = ", ".join(e.path for e in facts.python.torch_envs) or "none was found"
         return f"--use-env {path}: no PyTorch environment there (found: {found})"
+    default = SetupRequest()
+    if asked := [
+        wish_named(n).flag for n in USE_ENV_DECIDES if request.value(n) != default.value(n)
+    ]:
+        return f"--use-env uses the PyTorch that is there as it is: drop {', '.join(asked)}"
+    if env.kind == "user":
+        return (
+            f"--use-env {path}: a user's own site-packages is not imported by the isolated "
+            "Python (-I) that verifies and benchmarks it; use a venv or conda environment"
+        )
     fit = judge_torch_env(env, facts, table)
     if not fit.fits:
         return f"--use-env {path}: its PyTorch cannot be used here: {'; '.join(fit.reasons)}"

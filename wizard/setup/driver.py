@@ -8,6 +8,7 @@ for and feeds the answer back to ``next_stage``; front ends never plan, prepare 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from pathlib import Path
@@ -107,11 +108,8 @@ class SetupDriver:
                 return Launched(self.runs.view)
             case SkipStep():
                 return RunProgressed(self.runs.skip(effect.step))
-            case SendSecret():
-                send_secret(self.backend.state_dir, effect.value)
-                return None
-            case DeclineSecret():
-                decline_secret(self.backend.state_dir)
+            case SendSecret() | DeclineSecret():
+                self.answer_question(effect)
                 return None
             case CheckDisk():
                 return RunEnded(self.disk())
@@ -119,6 +117,16 @@ class SetupDriver:
                 return self.reboot()
             case Exit():
                 return None
+
+    def answer_question(self, effect: SendSecret | DeclineSecret) -> None:
+        """The person's answer to the question the runner asked: sent, or declined. A question
+        answered meanwhile (its socket gone: the step moved on, or ended) needs nothing more."""
+        state_dir = self.backend.state_dir
+        with contextlib.suppress(OSError):
+            if isinstance(effect, SendSecret):
+                send_secret(state_dir, effect.value)
+            else:
+                decline_secret(state_dir)
 
     def prepare(self, effect: Prepare) -> Answer:
         """Make the reviewed plan the run, unless another front end got there first (T11)."""

@@ -716,9 +716,10 @@ def _dying(answer: RunEnded, view: RunView) -> Refused | None:
     if answer.deaths < RUNNER_DEATHS_MAX or not isinstance(ending, Stopped):
         return None
     why = (
-        f"the runner died {answer.deaths} times in a row, so gpuwizard starts no more: "
-        f"{ending.why}. Its output is in runner.log in the state directory"
+        f"the runner died {answer.deaths} times in a row, so gpuwizard starts no more: {ending.why}"
     )
+    if "runner.log" not in why:
+        why += ". Its output is in runner.log in the state directory"
     return Refused(why, EXIT_FAILED)
 
 

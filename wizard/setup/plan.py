@@ -40,7 +40,7 @@ class Replay:
 def plan_request(
     table: CompatTable, facts: HostFacts, request: SetupRequest, replay: Replay | None = None
 ) -> Planned | PlanRefused:
-    if request.use_env and (problem := use_env_problem(facts, table, request.use_env)):
+    if (problem := use_env_problem(facts, table, request)) is not None:
         return PlanRefused(problem, EXIT_BAD_INPUT)
     try:
         result = recommend(table, target_from_facts(facts, table), request)

@@ -124,7 +124,7 @@ class RunFollower:
         """Follow the runner at work now, if one is (its end will be told); True if one is.
         With none at work, a history that ends without the runner's last word says it stopped."""
         if self.running():
-            self.awaiting, self.launched_at = True, None
+            self.awaiting, self.launched_at, self.log_from = True, None, None
         elif not self.awaiting:
             self.view = self.said_gone(self.view)
         return self.awaiting
