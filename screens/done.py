@@ -67,11 +67,14 @@ class DoneView(StageView):
         driver: InstalledDriver | None = None,
         cli_args: tuple[str, ...] = (),
         left: tuple[str, ...] = (),
+        enter: tuple[str, ...] = (),
     ) -> None:
         """``bench``: the benchmark's headline and results file, when one ran; ``exports``: the
         files written on the Export screen; ``driver``: the driver this run installed;
         ``cli_args``: what chooses this machine on the command line (``--simulate PROFILE``);
-        ``left``: the titles of the steps the person skipped (the setup is not complete)."""
+        ``left``: the titles of the steps the person skipped (the setup is not complete);
+        ``enter``: the commands that use the environment, where ``source ENV/bin/activate``
+        and ``python`` are not them (a conda environment, one that was here already)."""
         super().__init__()
         self.exports = exports or []
         self.summary = summary
@@ -81,6 +84,7 @@ class DoneView(StageView):
         self.driver = driver
         self.cli_args = cli_args
         self.left = left
+        self.enter = enter
 
     def compose(self) -> ComposeResult:
         summary = Table.grid(padding=(0, 0, 0, 2))  # a long line wraps under itself
@@ -119,7 +123,9 @@ class DoneView(StageView):
         meaning wraps under itself, never the command). On a simulated run the environment is
         in the simulation's sandbox: no command to enter it here."""
         shell = Text()
-        if not self.cli_args:
+        if not self.cli_args and self.enter:
+            shell.append(*part("\n".join(f"  {line}" for line in self.enter)))
+        elif not self.cli_args:
             shell.append(*part(f"  source {self.env_path}/bin/activate\n"))
             shell.append('  python -c "import torch; print(torch.cuda.device_count())"')
         gpuwizard = " ".join(("gpuwizard", *self.cli_args))

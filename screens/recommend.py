@@ -48,7 +48,9 @@ def bullet(text: str, mark: str = "·", style: str = "") -> Table:
     return row
 
 
-def result_text(result: Result) -> Group:
+def result_text(result: Result, here: bool = False) -> Group:
+    """The recommendation as the card shows it; ``here``: the PyTorch already on the machine is
+    used (its torch and Python are that environment's, not the recommendation's)."""
     if isinstance(result, Refusal):
         parts: list[RenderableType] = [
             Text("✗ Does not fit: ", style="bold red") + plain(result.reason)
@@ -68,17 +70,22 @@ def result_text(result: Result) -> Group:
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
     fields.add_row("Driver", plain(driver))
-    fields.add_row(
-        "PyTorch",
-        plain(f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}"),
-    )
-    fields.add_row("Python", plain(f"{p.version} ({where})"))
+    if here:
+        fields.add_row("PyTorch", plain("the one here, as it is (above)"))
+    else:
+        fields.add_row(
+            "PyTorch",
+            plain(f"torch {t.version} {t.variant}, torchvision {t.torchvision or 'UNCONFIRMED'}"),
+        )
+        fields.add_row("Python", plain(f"{p.version} ({where})"))
     if result.cuda_toolkit:
         fields.add_row("Toolkit", plain(f"CUDA {result.cuda_toolkit.version}"))
     parts = [Text(status, style="bold green"), fields]
     if result.changes:
         parts.append(Text("Changes first", style="bold yellow"))
         parts += [bullet(c) for c in result.changes]
+    if here:  # the recommendation's reasons are about the release it would install: not used
+        return Group(*parts)
     parts.append(Text("Why", style="bold"))
     parts += [bullet(r) for r in result.reasons]
     parts += [bullet(f"UNCONFIRMED: {u}", "?", "yellow") for u in result.unconfirmed]
@@ -204,7 +211,9 @@ class RecommendView(StageView):
                 if self.note:
                     yield Static(Text(self.note, style="bold yellow"), id="note")
                 yield Static(self.here_text(), id="here")
-                yield Static(result_text(self.result), id="result-text")
+                yield Static(
+                    result_text(self.result, self.request.use_env is not None), id="result-text"
+                )
                 yield Static(self.tried_text(), id="builds")
                 yield Static(rejected_text(self.result, self.show_rejected), id="rejected")
 
@@ -342,8 +351,8 @@ class RecommendView(StageView):
         if isinstance(instead, Recommendation):
             t = instead.torch
             parts.append(bullet(
-                f"instead, the recommendation installs torch {t.version} {t.variant} in a new "
-                f"environment: about {TORCH_DOWNLOAD_GIB:.1f} GiB to download"
+                f"not chosen: a new environment with torch {t.version} {t.variant}, about "
+                f"{TORCH_DOWNLOAD_GIB:.1f} GiB to download (“no: a new environment” above)"
             ))  # fmt: skip
         parts.append(Text(""))
         return Group(*parts)
@@ -355,7 +364,9 @@ class RecommendView(StageView):
     def refresh_result(self) -> None:
         self.query_one("#here", Static).update(self.here_text())
         self.result = self.recompute(self.request)
-        self.query_one("#result-text", Static).update(result_text(self.result))
+        self.query_one("#result-text", Static).update(
+            result_text(self.result, self.request.use_env is not None)
+        )
         self.query_one("#builds", Static).update(self.tried_text())
         self.query_one("#rejected", Static).update(rejected_text(self.result, self.show_rejected))
 

@@ -33,14 +33,18 @@ class VerifyTorch:
     gpu_count: int
     id: str = "verify-torch"
     title: str = "Verify PyTorch on every GPU"
-    why: str = (
-        "Checks what really matters, in the environment just built: CUDA is available, every GPU "
-        "is seen and has kernels in this build, a matmul and an AMP training step run on each, "
-        "and torchvision's compiled ops load. A failure names its cause."
-    )
     needs_reboot: bool = False
     reboot: bool = False
     targets: tuple[Target, ...] = (Target.HOST, Target.IMAGE)
+
+    @property
+    def why(self) -> str:
+        where = "that was here already" if self.env.existing else "just built"
+        return (
+            f"Checks what really matters, in the environment {where}: CUDA is available, every "
+            "GPU is seen and has kernels in this build, a matmul and an AMP training step run "
+            "on each, and torchvision's compiled ops load. A failure names its cause."
+        )
 
     def check(self, facts: HostFacts) -> Check:
         report = facts.installs.verification

@@ -268,7 +268,9 @@ async def test_the_pytorch_already_here_can_be_chosen_and_is_used_as_it_is(home:
         assert choose.request.use_env == "/opt/torch/.venv"
         said = " ".join(text_of(app, "#here").split())
         assert "Uses the PyTorch here" in said and "nothing is downloaded" in said
-        assert "instead, the recommendation installs torch 2.14.1" in said, said
+        assert "not chosen: a new environment with torch 2.14.1 cu130, about" in said, said
+        card = " ".join(text_of(app, "#result-text").split())
+        assert "the one here, as it is" in card and "2.14.1" not in card, card
         await pilot.press("c")
         await until(pilot, shows(pilot, ReviewView))
         todo = [s.id for s in view_of(pilot).plan.steps if not s.satisfied]

@@ -16,7 +16,7 @@ from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import last_interrupted
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts, NvmlOk
-from gpuwizard.core.paths import DEFAULT_ENV
+from gpuwizard.core.paths import DEFAULT_ENV, MINIFORGE_DIR
 from gpuwizard.core.plan import assert_never
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
@@ -95,6 +95,7 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
                 driver=installed_driver(stage.selection, stage.facts),
                 cli_args=driver.backend.cli_args,
                 left=stage.left,
+                enter=enter_command(stage.selection),
             )
         case flow.Refused():
             return RefusedView(stage.why, can_go_back=stage.back is not None)
@@ -115,6 +116,24 @@ def installed_driver(
     return InstalledDriver(
         choice.branch, choice.flavor, choice.version, nvml.driver_version, choice.source
     )
+
+
+CHECK = "-c \"import torch; print(torch.cuda.device_count())\""
+
+
+def enter_command(selection: Selection | None) -> tuple[str, ...]:
+    """The commands that use the environment where ``source ENV/bin/activate`` and ``python``
+    are not them: conda's own activation, or (one that was here already) its own interpreter.
+    (): a venv gpuwizard made."""
+    if selection is None:
+        return ()
+    env = selection.env
+    if env.existing is not None:
+        return (f"{env.existing} {CHECK}",)
+    if env.kind == "conda":
+        hook = f'eval "$({MINIFORGE_DIR}/bin/conda shell.bash hook)"'
+        return (f"{hook} && conda activate {env.path}", f"python {CHECK}")
+    return ()
 
 
 def env_path(selection: Selection | None) -> str:
