@@ -31,6 +31,7 @@ EXPECTED = {
     "no-driver-communication": ("no-driver-communication", ["not loaded", "gpuwizard doctor"]),
     "no-device-nodes": ("no-device-nodes", ["/dev/nvidia*", "nvidia-modprobe"]),
     "no-device-nodes-docker": ("no-device-nodes", ["/dev/nvidia0"]),
+    "fabric-not-initialized": ("fabric-not-initialized", ["error 802", "Fabric Manager", "systemctl enable --now nvidia-fabricmanager"]),
     "gpu-lost": ("gpu-lost", ["0000:3B:00.0", "Xid 79"]),
     "xid": ("xid", ["Xid 79 on 0000:3b:00"]),
     "torch-arch-unsupported": ("torch-arch-unsupported", ["NVIDIA GeForce RTX 5090 (sm_120)", "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"]),

@@ -118,7 +118,7 @@ def installed_driver(
     )
 
 
-CHECK = "-c \"import torch; print(torch.cuda.device_count())\""
+CHECK = '-c "import torch; print(torch.cuda.device_count())"'
 
 
 def enter_command(selection: Selection | None) -> tuple[str, ...]:

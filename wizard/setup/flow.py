@@ -660,7 +660,10 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
         case RunAll() if stage.mode != "running" and not stage.reboot_pending:
             return _launch(replace(stage, auto=True), RunMode.ALL)
         case Skip() if stage.mode != "running":
-            return replace(stage, skipped=stage.skipped | {answer.step}), (SkipStep(answer.step),)
+            skipping = replace(stage, skipped=stage.skipped | {answer.step})
+            if stage.auto:  # run all: the rest goes on after the skipped step
+                return replace(skipping, awaiting=True), (SkipStep(answer.step), Launch(RunMode.ALL))
+            return skipping, (SkipStep(answer.step),)
         case SecretGiven() | CancelStep():
             return stage, _about_the_secret(stage, answer)
         case Aborted() if stage.mode != "running":

@@ -376,13 +376,19 @@ def verify(
     )
     if torch == "not installed":
         problems.append("ModuleNotFoundError: No module named 'torch'")
+    from gpuwizard.sim.machine import sim_gpus, sim_has_nvswitch  # detection code: this probe only
+
+    if not problems and sim_has_nvswitch(sandbox) and "nvidia-fabricmanager" not in state.services:
+        # An NVSwitch system's GPUs wait for the fabric, which Fabric Manager sets up (CUDA 802).
+        problems.append(
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 802: system not "
+            "yet initialized"
+        )
     hidden = sandbox.scenario().get("boot_id_hidden")
     boot = None if hidden else sandbox.path("/proc/sys/kernel/random/boot_id").read_text().strip()
     stat = sandbox.path("/proc/stat")
     found = re.search(r"^btime (\d+)$", stat.read_text(), re.MULTILINE) if stat.exists() else None
     btime = int(found.group(1)) if found else None
-    from gpuwizard.sim.machine import sim_gpus  # detection code: loaded only for this probe
-
     gpus = sim_gpus(sandbox)[:expected]
     devices = (
         [f"{i}: NVIDIA {g.model.name} ({g.model.sm})" for i, g in enumerate(gpus)]
