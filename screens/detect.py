@@ -159,5 +159,7 @@ def set_up_text(set_up: SetUp) -> Text:
     text.append(*part(f" ({set_up.run_id}, finished {when(set_up.finished_at)})"))
     if set_up.left:
         text.append(*part(f"; you skipped: {'; '.join(set_up.left)}", "yellow"))
-    text.append(*part(". v verifies it again, m benchmarks it, e exports it; Enter plans anew."))
+    text.append(
+        *part(". v shows its verification, m benchmarks it, e exports it; Enter plans anew.")
+    )
     return text

@@ -20,11 +20,16 @@ class VerifyView(StageView):
     ]
     DEFAULT_CSS = "VerifyView #verify-body { padding: 1 2; }"
 
-    def __init__(self, report: VerifyReport | None, left: tuple[str, ...] = ()) -> None:
-        """``left``: the titles of the steps the person skipped (named: the setup is not complete)."""
+    def __init__(
+        self, report: VerifyReport | None, left: tuple[str, ...] = (), earlier: bool = False
+    ) -> None:
+        """``left``: the titles of the steps the person skipped (named: the setup is not
+        complete); ``earlier``: the report was made in an earlier boot (said, with how to
+        verify again)."""
         super().__init__()
         self.report = report
         self.left = left
+        self.earlier = earlier
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="verify-body"):
@@ -44,6 +49,14 @@ class VerifyView(StageView):
             text.append(*part(f"  {device}\n"))
         for problem in report.problems:
             text.append(*part(f"  ✗ {problem}\n", "red"))
+        if self.earlier:
+            text.append(
+                *part(
+                    "  This was checked in an earlier boot: to check it now, plan again "
+                    "(q, then gpuwizard, Enter, c): the verification runs once more.\n",
+                    "yellow",
+                )
+            )
         for title in self.left:
             text.append(
                 *part(f"  ⊘ skipped by you: {title} (the setup is not complete)\n", "yellow")

@@ -15,7 +15,7 @@ from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
 from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import last_interrupted
 from gpuwizard.bench.session import BenchSession
-from gpuwizard.core.facts import HostFacts, NvmlOk
+from gpuwizard.core.facts import HostFacts, NvmlOk, judge_boot
 from gpuwizard.core.paths import DEFAULT_ENV, MINIFORGE_DIR
 from gpuwizard.core.plan import assert_never
 from gpuwizard.core.request import SetupRequest
@@ -79,7 +79,11 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
         case flow.Resuming():
             return ResumeView(stage)
         case flow.Verifying():
-            return VerifyView(stage.facts.installs.verification, stage.left)
+            report = stage.facts.installs.verification
+            earlier = (
+                report is not None and judge_boot(report.boot, stage.facts.boot.mark).same is False
+            )
+            return VerifyView(report, stage.left, earlier)
         case flow.Benchmarking():
             return benchmark_view(stage.facts, stage.selection, driver, again=stage.attempt > 0)
         case flow.Exporting():

@@ -662,7 +662,10 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
         case Skip() if stage.mode != "running":
             skipping = replace(stage, skipped=stage.skipped | {answer.step})
             if stage.auto:  # run all: the rest goes on after the skipped step
-                return replace(skipping, awaiting=True), (SkipStep(answer.step), Launch(RunMode.ALL))
+                return replace(skipping, awaiting=True), (
+                    SkipStep(answer.step),
+                    Launch(RunMode.ALL),
+                )
             return skipping, (SkipStep(answer.step),)
         case SecretGiven() | CancelStep():
             return stage, _about_the_secret(stage, answer)
