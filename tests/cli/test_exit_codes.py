@@ -97,3 +97,30 @@ def test_130_interrupted(tmp_path: Path) -> None:
         subprocess.run(["pkill", "-KILL", "-g", str(record.pid)], check=False)
     assert process.returncode == 130, out + err
     assert err.endswith("gpuwizard: interrupted\n")
+
+
+def test_1_a_question_nobody_answers_fails_its_step_at_once(tmp_path: Path) -> None:
+    """Issue 31 (2), for apply: Ctrl-D at the MOK password prompt declines it; the runner stops
+    the command at once (the step fails, exit 1) instead of waiting 30 minutes for an answer."""
+    import time
+
+    import pexpect
+
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "XDG_STATE_HOME": str(tmp_path),
+        **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "gpuwizard", "--simulate", "t4-debian12-secureboot", "apply", "--yes"],
+        env=env, cwd=str(tmp_path), timeout=120, encoding="utf-8",
+    )  # fmt: skip
+    child.expect("One-time MOK password")
+    asked = time.monotonic()
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, child.before
+    assert time.monotonic() - asked < 60
+    assert "you cancelled it at its question (One-time MOK password)" in child.before

@@ -307,20 +307,21 @@ class Script:
         return EXIT_DONE
 
     def answer_secret(self, prompt: ev.PromptShown | None) -> flow.Answer | None:
-        """The secret the runner waits for, once per question: given up front, else asked."""
+        """The secret the runner waits for, once per question: given up front, else asked;
+        declined where nobody can answer (no terminal, input closed), so the step fails at once."""
         if prompt is None or not prompt.secret or prompt is self.prompted:
             return None
         self.prompted = prompt
         given = self.request.secrets.get(prompt.secret)
         if given is not None:
             return flow.SecretGiven(given.value)
-        if not self.has_tty():
+        if not self.has_tty():  # nobody can answer: the step stops now, not in 30 minutes
             self.out.write(f"    (no terminal to ask '{prompt.text}' on: {HOW_TO_GIVE})\n")
-            return None
+            return flow.CancelStep()
         try:
             return flow.SecretGiven(self.ask(f"{prompt.text}: "))
-        except (EOFError, OSError):
-            return None
+        except (EOFError, OSError):  # the input closed (Ctrl-D): no answer will come
+            return flow.CancelStep()
 
     def finished_steps(self) -> set[str]:
         journal = self.driver.disk().journal
