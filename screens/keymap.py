@@ -15,7 +15,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("a", "run all remaining steps without asking each time"),
     ("s", "skip a step, or the benchmark"),
     ("r", "retry a failed step · reboot now · benchmark again"),
-    ("x", "abort the install between steps · cancel a step that waits for you · stop the benchmark"),
+    (
+        "x",
+        "abort the install between steps · cancel a step that waits for you · stop the benchmark",
+    ),
     ("w", "why not the others (choices) · write files (export)"),
     ("l · f", "log: wrap or scroll long lines · follow the end or not"),
     ("↑ ↓ · End", "log: scroll (up stops following) · the end, followed again"),

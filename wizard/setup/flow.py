@@ -660,18 +660,20 @@ def _after_installing(stage: Installing, answer: Answer) -> Next:
         case RunAll() if stage.mode != "running" and not stage.reboot_pending:
             return _launch(replace(stage, auto=True), RunMode.ALL)
         case Skip() if stage.mode != "running":
-            skipping = replace(stage, skipped=stage.skipped | {answer.step})
-            if stage.auto:  # run all: the rest goes on after the skipped step
-                return replace(skipping, awaiting=True), (
-                    SkipStep(answer.step),
-                    Launch(RunMode.ALL),
-                )
-            return skipping, (SkipStep(answer.step),)
+            return _skip(stage, answer.step)
         case SecretGiven() | CancelStep():
             return stage, _about_the_secret(stage, answer)
         case Aborted() if stage.mode != "running":
             return _exit(stage, ABORTED, EXIT_DONE)
     return _stay(stage)
+
+
+def _skip(stage: Installing, step: str) -> Next:
+    """Leave ``step`` undone; in run all, the rest goes on after it."""
+    skipping = replace(stage, skipped=stage.skipped | {step})
+    if stage.auto:
+        return replace(skipping, awaiting=True), (SkipStep(step), Launch(RunMode.ALL))
+    return skipping, (SkipStep(step),)
 
 
 def _about_the_secret(stage: Installing, answer: SecretGiven | CancelStep) -> tuple[Effect, ...]:
