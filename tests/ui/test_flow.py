@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, Select, Static
@@ -27,6 +28,16 @@ from gpuwizard.sim.sandbox import Sandbox
 from tests.ui.pilots import shows, until, view_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+async def to_the_install(pilot: Any) -> InstallView:
+    """From the machine view, the recommendation as it is, reviewed and started: the install."""
+    for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
+        await until(pilot, shows(pilot, view))
+        await pilot.press(key)
+    await until(pilot, shows(pilot, InstallView))
+    install: InstallView = view_of(pilot)
+    return install
 
 
 async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_done(
@@ -171,11 +182,7 @@ async def test_a_skipped_needed_step_is_asked_marked_and_named_to_the_end(home: 
         await pilot.press("y")
 
     async with app.run_test(size=(80, 24)) as pilot:
-        for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
-            await until(pilot, shows(pilot, view))
-            await pilot.press(key)
-        await until(pilot, shows(pilot, InstallView))
-        install = view_of(pilot)
+        install = await to_the_install(pilot)
         await pilot.press("a")
         await until(pilot, lambda: install.mode == "failed")
         assert install.current == "install-fabric-manager"
@@ -233,11 +240,7 @@ async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_uns
 
     app = GpuWizardApp(sim_backend("t4-debian12-secureboot", home=home / "gpuwizard"))
     async with app.run_test(size=(80, 24)) as pilot:
-        for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
-            await until(pilot, shows(pilot, view))
-            await pilot.press(key)
-        await until(pilot, shows(pilot, InstallView))
-        install = view_of(pilot)
+        install = await to_the_install(pilot)
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, SecretScreen))
         assert "waits for you: Prepare Secure Boot key enrollment" in str(install.progress.key)
