@@ -256,7 +256,13 @@ async def test_esc_on_the_mok_prompt_asks_to_cancel_and_the_step_never_waits_uns
         assert install.current == "enroll-mok"
         assert "you cancelled it at its question" in install.stage.run.ending.why  # type: ignore[union-attr]
         await pilot.press("r")  # again: it asks again
-        await until(pilot, lambda: isinstance(app.screen, SecretScreen))
+        # its fields are there once it has mounted (a screen is pushed before it composes)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, SecretScreen) and bool(app.screen.query("#secret-again"))
+            ),
+        )
         for field in ("#secret", "#secret-again"):
             app.screen.query_one(field, Input).focus()
             await pilot.press(*"Correct-Horse-9", "enter")
