@@ -59,8 +59,9 @@ def totals(plan: Plan) -> Text:
     minutes = sum(s.minutes for s in todo)
     done = len(plan.steps) - len(todo)
     rebooting = any(s.reboot for s in todo)
+    steps = "1 step" if len(todo) == 1 else f"{len(todo)} steps"
     return Text.assemble(
-        (f"{len(todo)} steps to do", "bold"),
+        (f"{steps} to do", "bold"),
         f" ({done} need nothing) · about {mib / 1024:.1f} GiB to download · about {minutes:.0f} min · ",
         (reboots_said(todo), "bold cyan" if rebooting else ""),
     )
