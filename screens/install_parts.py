@@ -172,6 +172,13 @@ def failure_text(
     step = ending.step or stage.run.current or ""
     title = next((s.title for s in stage.plan.steps if s.id == step), step)
     text = Text.assemble(("✗ ", "bold red"), part(f"{title}: {ending.why}", "bold"))
+    # Its own last lines first, where the card is seen without scrolling at 80x24: the error
+    # is the last of them ("E: Unable to locate package ..."), then what it means, then how.
+    last = [line for line in tail if line.strip()][-FAILURE_LINES:]
+    if last:
+        text.append("\nlast lines:", "dim")
+        for line in last:
+            text.append(*part(f"\n  | {line}"))
     known = match([*tail, ending.why])
     if known:
         text.append("\ndoctor: ", "bold yellow")
@@ -179,11 +186,6 @@ def failure_text(
     if command:
         text.append("\ncommand: ", "dim")
         text.append(*part(f"$ {command}", "cyan"))
-    last = [line for line in tail if line.strip()][-FAILURE_LINES:]
-    if last:
-        text.append("\nlast lines:", "dim")
-        for line in last:
-            text.append(*part(f"\n  | {line}"))
     steps = stage.run.steps
     log = steps[step].log if step in steps else None
     text.append(*part(f"\nFull log: {log or machine.logs_hint}. r retry · s skip · x abort", "dim"))
