@@ -134,7 +134,7 @@ class DoneView(StageView):
         commands.add_column(style="dim")
         for command, meaning in (
             ("detect", "the machine as it is now"),
-            ("bench", "the benchmark again, without the wizard"),
+            ("bench", f"the benchmark{' again' if self.bench else ''}, without the wizard"),
             ("export", "deploy.sh, Dockerfile, answers.yaml, Ansible, cloud-init"),
         ):
             commands.add_row(plain(f"  {gpuwizard} {command}"), plain(meaning))
