@@ -85,7 +85,7 @@ async def test_the_log_has_the_focus_at_once_and_shows_it() -> None:
     Tab reaches only a box with something to scroll (the step's commands here), marked too."""
     view = InstallView(installing([]), FakeMachine(), now=lambda: NOW)  # the first step waits
     app = ViewHarness(view)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 18)) as pilot:  # where the step's commands overflow
         await until(pilot, lambda: view.is_mounted)
         pane = view.query_one(LogPane)
         details = view.query_one("#details-box")
@@ -97,7 +97,7 @@ async def test_the_log_has_the_focus_at_once_and_shows_it() -> None:
         bottom = pane.scroll_offset.y
         await pilot.press("up", "up", "up")
         assert pane.scroll_offset.y == bottom - 3, "the arrows scrolled the log"
-        assert details.max_scroll_y > 0, "the first step's commands overflow their box at 80x24"
+        assert details.max_scroll_y > 0, "the first step's commands overflow their box at 80x18"
         await pilot.press("tab")
         assert app.focused is details and details.styles.border_top[1] != unfocused
         assert pane.styles.border_top[1] == unfocused
