@@ -5,7 +5,6 @@ is not taken for either."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,8 @@ REF = SecretRef("mok-password", "One-time MOK password")
 def asked(tmp_path: Path, timeout_s: float = 10) -> tuple[threading.Thread, list[object]]:
     """The runner's side, waiting in a thread; its answer (or exception) lands in the list."""
     got: list[object] = []
-    secrets = SocketSecrets(tmp_path, lambda ref: None, timeout_s=timeout_s)
+    listening = threading.Event()  # announced once the socket listens, as the runner says so
+    secrets = SocketSecrets(tmp_path, lambda ref: listening.set(), timeout_s=timeout_s)
 
     def wait() -> None:
         try:
@@ -37,9 +37,7 @@ def asked(tmp_path: Path, timeout_s: float = 10) -> tuple[threading.Thread, list
 
     thread = threading.Thread(target=wait)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not (tmp_path / SOCKET_NAME).exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert listening.wait(10), "the runner's side never listened"
     return thread, got
 
 
@@ -62,9 +60,7 @@ def test_a_declined_secret_stops_the_command_that_asked(tmp_path: Path) -> None:
 def test_a_line_that_is_neither_is_ignored_and_the_wait_goes_on(tmp_path: Path) -> None:
     thread, got = asked(tmp_path)
     _send(tmp_path, b"cancel", 10)  # no framing: neither a value nor a "no"
-    time.sleep(0.2)
-    assert got == [] and thread.is_alive()
-    send_secret(tmp_path, "x")
+    send_secret(tmp_path, "x")  # taken only because the wait went on past the line before
     thread.join(10)
     assert got == ["x"]
 

@@ -117,7 +117,7 @@ def existing_lines(facts: HostFacts, table: CompatTable, chosen: str | None) -> 
             lines.append(
                 "    chosen (--use-env): used as it is; nothing is downloaded or installed in it"
             )
-        elif fit.fits and fit.env.kind != "user":  # -I never imports a user's site-packages
+        elif fit.usable:
             lines.append(
                 f"    to use it as it is: --use-env {fit.env.path} (nothing downloaded; the "
                 f"recommended PyTorch in a new environment is about {saved:.1f} GiB)"

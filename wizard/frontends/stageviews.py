@@ -157,7 +157,7 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     request = stage.context.request
     facts = stage.context.facts
     fits = ranked(facts, table)
-    usable = tuple(f.env.path for f in fits if f.fits and f.env.kind != "user")
+    usable = tuple(f.env.path for f in fits if f.usable)
     offers = offers_on(table, target, usable)
     here = {f.env.path: f"{f.env.words()}: {f.summary}" for f in fits}
     return RecommendView(recompute(request), request, recompute, offers, stage.note, here=here)

@@ -72,6 +72,12 @@ class TorchFit:
         return self.driver.verdict == "fits" and self.gpus.verdict == "fits"
 
     @property
+    def usable(self) -> bool:
+        """It can be used as it is (``--use-env``): it fits, and the isolated Python (-I) that
+        verifies and benchmarks it imports it (a user's own site-packages it never does)."""
+        return self.fits and self.env.kind != "user"
+
+    @property
     def verdict(self) -> Verdict:
         verdicts = {self.driver.verdict, self.gpus.verdict}
         if "does-not-fit" in verdicts:
