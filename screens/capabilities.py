@@ -1,5 +1,5 @@
 """What screens may ask of the world, as protocols. Implementations live outside the screens
-(gpuwizard.setup.driver), so a screen never touches a process, the host door or NVML (ARCHITECTURE L3)."""
+(wizard/setup/effects.py), so a screen never touches a process, the host door or NVML (ARCHITECTURE L3)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from gpuwizard.core.facts import FreeSpace
 
 
 class RunDetails(Protocol):
-    """What explaining a failed step may ask of the machine (gpuwizard.setup.driver.SetupDriver)."""
+    """What explaining a failed step may ask of the machine (``Effects`` in wizard/setup/effects.py)."""
 
     def free_space(self) -> tuple[FreeSpace, ...]:
         """The machine's main file systems and their free bytes now (df), for a full disk."""
@@ -22,7 +22,7 @@ class RunDetails(Protocol):
 
 
 class BenchSource(Protocol):
-    """A benchmark the screen can start, follow and stop (gpuwizard.bench.session)."""
+    """A benchmark the screen can start, follow and stop (wizard/bench/session.py)."""
 
     @property
     def title(self) -> str: ...

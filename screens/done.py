@@ -38,7 +38,7 @@ class InstalledDriver:
     promised: str
     installed: str
     source: str
-    """Where it came from (gpuwizard.core.selection.DriverChoice.source)."""
+    """Where it came from (``DriverChoice.source`` in wizard/core/selection.py)."""
 
     def line(self) -> str:
         kind = f"R{self.branch}" + (f", {self.flavour}" if self.flavour else "")

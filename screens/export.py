@@ -1,6 +1,6 @@
 """ExportView: pick formats, preview each with syntax highlighting, write them, see the paths.
 
-Every export is rendered from the one reviewed plan (gpuwizard.export); the screen gets a
+Every export is rendered from the one reviewed plan (wizard/export/); the screen gets a
 ``render`` function (format name -> files, or ExportError), a ``write`` function (folder,
 files -> paths) and an ``existing`` one (folder, names -> the names already there), so it never
 touches the disk itself. Files already in the folder are replaced only once the person says so.

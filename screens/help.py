@@ -1,4 +1,4 @@
-"""HelpScreen: the one key map (gpuwizard.screens.keymap), and where the logs and state live.
+"""HelpScreen: the one key map (screens/keymap.py), and where the logs and state live.
 
 Its first line and its frame say how to close it: a person who opened it by chance needs that
 first. Paths break after a ``/`` (BreakingText), never mid-name."""

@@ -1,6 +1,6 @@
 """InstallView: each step's why and exact commands, its live log, and the keys that decide.
 
-It renders the Installing stage (gpuwizard.setup.stages): the plan, and the run as its events
+It renders the Installing stage (wizard/setup/stages.py): the plan, and the run as its events
 fold; the one loop follows the runner and brings the view each new stage (``update``). Its keys
 are intents answered to the flow (run the step, run all, retry, skip, abort, the secret a step
 asks for); it starts, follows and stops nothing itself. Each part is keyed by what it shows and

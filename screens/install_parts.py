@@ -1,6 +1,6 @@
 """What each part of the install view shows, derived from the Installing stage. Pure rendering.
 
-The view (gpuwizard.screens.install) keys each part by what it depends on and draws it again
+The view (screens/install.py) keys each part by what it depends on and draws it again
 only when that changes; these functions say what the key is and what it shows. Titles, commands,
 reasons and output are the machine's text: shown cleaned and plain (``plain``), never as markup.
 """

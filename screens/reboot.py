@@ -1,4 +1,4 @@
-"""RebootView: why a reboot is needed, what happens, and how to come back; RestartQuestionView:
+"""RebootView: why a reboot is needed, what happens, and how to come back; RestartedView:
 whether it happened, asked where no boot signal can tell."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class RebootView(StageView):
         self.answer(RebootLater())
 
 
-class RestartQuestionView(StageView):
+class RestartedView(StageView):
     """Neither the boot_id nor /proc/stat's btime can tell whether the reboot happened: asks the
     person. Answers RebootAnswered; what follows (the check, or the reboot again) is the flow's."""
 
@@ -77,8 +77,8 @@ class RestartQuestionView(StageView):
         Binding("enter", "answer_highlighted", "Answer", priority=True),
     ]
     DEFAULT_CSS = """
-    RestartQuestionView #restart-body { padding: 1 2; height: auto; }
-    RestartQuestionView #restart-choices { margin: 0 2; height: auto; }
+    RestartedView #restart-body { padding: 1 2; height: auto; }
+    RestartedView #restart-choices { margin: 0 2; height: auto; }
     """
 
     def __init__(self, since: str) -> None:

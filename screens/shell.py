@@ -1,7 +1,7 @@
 """The wizard's one screen: a Header, the view of the stage the wizard is at, and a Footer.
 
 Stages change by swapping the view inside this screen, one awaited swap at a time, from the one
-task that applies the state machine's transitions (gpuwizard.frontends.app). Nothing pops or pushes
+task that applies the state machine's transitions (wizard/frontends/app.py). Nothing pops or pushes
 screens for a stage change, so no Header is ever torn down while its title update is still
 queued (Textual issue #4258), and a key pressed during a swap reaches the new view once it is
 mounted, never a view on its way out. Modal screens (help, doctor, quit, secret) open above.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 class StageView(Vertical, can_focus=True):
     """One stage's content and keys. It answers through ``answer``; it never switches stages.
 
-    The keys every view shares (gpuwizard.screens.keymap) are bound here, so ``?`` opens the help
+    The keys every view shares (screens/keymap.py) are bound here, so ``?`` opens the help
     and ``q`` asks before it quits on every view; a view adds only its own keys."""
 
     BINDINGS = [

@@ -1,4 +1,4 @@
-"""Install steps as pure declarations over HostFacts (gpuwizard.steps).
+"""Install steps as pure declarations over HostFacts (steps/).
 
 ``build_steps(selection, facts)`` returns the steps for a selection in the order they must run;
 ``build_plan`` turns them into the reviewed ``Plan`` on given facts. Each step says what it would

@@ -1,7 +1,7 @@
 """What a step is, and the builders every step shares (apt/dnf, downloads, services).
 
 A step is a pure declaration over HostFacts: ``check`` says whether the host is already in the
-step's end state, ``plan`` lists the typed operations (``gpuwizard.core.ops``) that get it there
+step's end state, ``plan`` lists the typed operations (``wizard/core/ops.py``) that get it there
 (empty exactly when ``check`` holds), ``verify`` judges fresh facts after them (and after the
 reboot when ``needs_reboot``). Steps never read the machine and never run anything.
 """
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from gpuwizard.core.download_pins import pin_for
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.ops import (
     AptInstall,
@@ -25,7 +26,6 @@ from gpuwizard.core.ops import (
     Service,
     Sha256,
 )
-from gpuwizard.core.pins import pin_for
 from gpuwizard.core.plan import Action, StepPlan, Target
 
 
@@ -113,13 +113,13 @@ def fetch(
     armor: bool = False,
 ) -> Download:
     """Download to a file, atomically, checked against its pin in gpuwizard's data
-    (``gpuwizard.core.pins``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
-    fails the step. A file pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
+    (``wizard/core/download_pins.py``): a file's SHA-256, a key's fingerprint; a mismatch deletes the file and
+    fails the step. A file download_pins.yaml marks UNCONFIRMED is fetched over HTTPS alone, with a warning.
     A repository key is stored as the checked key alone: ``dearmor`` for apt's ``signed-by``,
     ``armor`` for dnf's ``gpgkey`` (both mark a key whose fingerprint is UNCONFIRMED as a key).
 
     Raises:
-        Unpinned: pins.yaml has no entry for the URL (every plan is checked for this in the tests).
+        Unpinned: download_pins.yaml has no entry for the URL (every plan is checked for this in the tests).
     """
     pin = pin_for(url, arch)
     check: DownloadCheck = (

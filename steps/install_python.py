@@ -3,7 +3,7 @@
 Where the distribution has one (Rocky 9's python3.12, Ubuntu 22.04's python3.11) it comes as a
 package. Elsewhere (Ubuntu 20.04 has nothing newer than 3.9) uv installs a standalone CPython
 under /opt/gpuwizard/python; uv itself comes from PyPI as a pinned wheel whose SHA-256 (in
-gpuwizard's pins.yaml) is checked before use, and uv verifies the interpreter it downloads.
+gpuwizard's download_pins.yaml) is checked before use, and uv verifies the interpreter it downloads.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gpuwizard.core.selection import EnvChoice
 from gpuwizard.steps.base import Check, fetch, install_packages
 
 UV_VERSION = "0.13.9"
-"""Its wheels' SHA-256 per architecture are pinned in gpuwizard's pins.yaml."""
+"""Its wheels' SHA-256 per architecture are pinned in gpuwizard's download_pins.yaml."""
 UV_SPEC = f"pypi:uv=={UV_VERSION}"
 UV = f"{TOOLS_DIR}/uv"
 

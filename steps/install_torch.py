@@ -3,10 +3,10 @@
 ``--index-url https://download.pytorch.org/whl/<variant>`` selects the CUDA build explicitly
 (no ``--extra-index-url`` mixing with PyPI, no ``+cu116`` local pins as in the guide), and the
 three versions are pinned together, because a torchvision built for another torch fails at
-import (light-the-torch#157). pip itself is first brought to a pinned version (pins.yaml).
+import (light-the-torch#157). pip itself is first brought to a pinned version (download_pins.yaml).
 
 PyPI's default CUDA build of a release is PyPI's own torch wheel; for the sets gpuwizard has a
-hashes file of (``gpuwizard/core/torch-hashes``, from PyPI's metadata) the two wheels are downloaded
+hashes file of (``wizard/core/torch-hashes/``, from PyPI's metadata) the two wheels are downloaded
 with ``pip download --require-hashes`` (checked against those hashes) from PyPI and installed
 from the download folder, the dependencies resolved from PyPI as usual. The other builds live on
 PyTorch's own index, whose hashes could not be read from where gpuwizard's data is made: they
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.core.download_pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.ops import PipDownload, PipInstall
 from gpuwizard.core.paths import DOWNLOADS_DIR
-from gpuwizard.core.pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
 from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.core.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check

@@ -6,7 +6,7 @@ Usage:
     python tools/check_compat.py --only gpus --open-modules PATH   # the GPU lists alone, from a
                                                                    # clone of open-gpu-kernel-modules
 
-The GPU part (tools/nvidia_lists.py, judged by gpuwizard.recommend.gpu_lists) reads, for every
+The GPU part (tools/nvidia_lists.py, judged by wizard/recommend/gpu_lists.py) reads, for every
 GPU of the table's ``gpu_listings``, NVIDIA's open-kernel-module README at every release tag and
 the driver README's Appendix A from every driver package of Ubuntu's and Debian's archives,
 prints the first release of each flavour that lists it, and keeps what it read, dated, in

@@ -1,7 +1,7 @@
 """Compile wizard/recommend/compat.yaml into compat.json beside it (run after editing the YAML).
 
 The JSON is what gpuwizard loads: the same validated table without a YAML parser on the way,
-stamped with the length and CRC-32 of the YAML it came from (gpuwizard.recommend.table explains why).
+stamped with the length and CRC-32 of the YAML it came from (wizard/recommend/table.py explains why).
 tests/recommend/test_table.py fails while the compiled copy is stale.
 
 Run: python tools/compile_compat.py [--check]

@@ -5,7 +5,7 @@ Usage: python tools/gen_nvidia_pci_table.py PATH/TO/pci.ids [-o wizard/core/nvid
 pci.ids comes from https://github.com/pciutils/pciids (or /usr/share/misc/pci.ids). Only
 vendor 10de devices whose name starts with a GPU chip codename are kept (audio functions, USB
 controllers and bridges of the same cards are dropped); NVSwitch devices are kept as their own
-kind. Architecture and driver facts are not written here: gpuwizard.core.gpus derives them from the
+kind. Architecture and driver facts are not written here: wizard/core/gpus.py derives them from the
 chip codename at load time, so this file stays a plain name list.
 """
 

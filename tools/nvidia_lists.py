@@ -12,7 +12,7 @@
   ``trusted=yes`` (the host need not hold Ubuntu's keyring); a transitional package without a
   README is skipped.
 
-Only the device ids the table asks about are kept (``gpuwizard.recommend.gpu_lists``).
+Only the device ids the table asks about are kept (``wizard/recommend/gpu_lists.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Images/s per GPU on the y axis, the benchmark's elapsed seconds on the x axis, one line per mode
 (and per GPU count for DDP), and each line's published reference as a dotted line in its colour.
-It draws what ``ChartData`` holds; it never decides which reference applies (gpuwizard.bench.chart).
+It draws what ``ChartData`` holds; it never decides which reference applies (wizard/bench/chart.py).
 """
 
 from __future__ import annotations

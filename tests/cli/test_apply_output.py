@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from gpuwizard.frontends.headless import Printer
+from gpuwizard.frontends.apply import Printer
 from gpuwizard.runner import events as ev
 
 

@@ -176,7 +176,7 @@ def test_pins_are_the_plans() -> None:
     tasks = tasks_of(render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]()))
     pip = [t["ansible.builtin.pip"] for t in tasks if module_of(t) == "ansible.builtin.pip"]
     assert pip == [
-        {  # pip itself, to the version pins.yaml gives for the environment's Python
+        {  # pip itself, to the version download_pins.yaml gives for the environment's Python
             "name": ["pip==26.3"],
             "state": "present",
             "virtualenv": "/opt/gpuwizard/envs/pytorch",

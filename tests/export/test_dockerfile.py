@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gpuwizard.core import pins
+from gpuwizard.core import download_pins
+from gpuwizard.core.download_pins import load_pins
 from gpuwizard.core.facts import NvmlOk
 from gpuwizard.core.ops import Command
-from gpuwizard.core.pins import load_pins
 from gpuwizard.core.plan import StepPlan, Target, WriteFile
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.version import Version
@@ -177,7 +177,7 @@ def test_a_base_image_without_a_pinned_digest_says_so_and_one_with_a_digest_is_p
     with_digest = dataclasses.replace(
         load_pins(), image_digests={"nvidia/cuda:12.6.3-base-ubuntu20.04": digest}
     )
-    monkeypatch.setattr(pins, "load_pins", lambda: with_digest)
+    monkeypatch.setattr(download_pins, "load_pins", lambda: with_digest)
     pinned = render_dockerfile(source)
     assert f"\nFROM nvidia/cuda:12.6.3-base-ubuntu20.04@{digest}\n" in pinned
     assert "UNCONFIRMED digest: ghcr.io/astral-sh/uv:0.13.9 is pinned by tag only" in " ".join(

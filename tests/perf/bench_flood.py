@@ -74,13 +74,13 @@ async def drive(home: Path, profile: str, attach: bool) -> dict[str, Any]:
     from gpuwizard.screens.install import InstallView
     from gpuwizard.screens.shell import StageShell
     from gpuwizard.screens.widgets.log_pane import LogPane
-    from gpuwizard.setup.driver import SetupDriver
+    from gpuwizard.setup.effects import Effects
     from gpuwizard.sim.backend import sim_backend
 
     backend = sim_backend(profile, home=home)
     journal = current(backend.state_dir, None).journal
     assert journal is not None, "no run prepared"
-    screen = InstallView(journal.data.plan, SetupDriver(backend), attach=attach)
+    screen = InstallView(journal.data.plan, Effects(backend), attach=attach)
 
     class Bench(App[None]):
         BINDINGS: ClassVar = [Binding("k", "ping", "")]

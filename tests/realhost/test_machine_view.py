@@ -10,7 +10,7 @@ from gpuwizard.core.machine_words import disk_words, nic_words
 from gpuwizard.machine.detect import detect_host, local_host
 from gpuwizard.recommend.os_support import load_os_support
 from gpuwizard.recommend.sizing import assess
-from gpuwizard.screens.detect import findings_table, host_table
+from gpuwizard.screens.machine import findings_table, host_table
 
 
 def test_the_machine_view_draws_this_machines_facts() -> None:

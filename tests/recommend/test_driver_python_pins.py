@@ -7,7 +7,7 @@ import pytest
 
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
-from gpuwizard.recommend.pins import check_request
+from gpuwizard.recommend.release_pins import check_request
 from gpuwizard.recommend.result import Recommendation, Refusal
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput, target_from_facts

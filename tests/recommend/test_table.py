@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from importlib import resources
 
 import pytest
@@ -67,6 +69,26 @@ def test_the_os_rows_come_from_the_compiled_copy_only_while_it_is_current(
     finally:
         load_os_support.cache_clear()
     assert (note == "from the compiled copy") is not edited  # an edited YAML: the table's rows
+
+
+def test_without_a_compiled_copy_the_os_rows_come_from_the_yaml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    (tmp_path / "compat.yaml").write_text(shipped_text())
+    monkeypatch.setattr(os_support, "HERE", tmp_path)
+    load_os_support.cache_clear()
+    try:
+        alone = load_os_support()
+    finally:
+        load_os_support.cache_clear()
+    assert alone.operating_systems == load_table().operating_systems
+    assert alone.reviewed == load_table().reviewed
+
+
+def test_the_os_rows_never_import_the_table_module() -> None:
+    code = "import sys, gpuwizard.recommend.os_support; print('gpuwizard.recommend.table' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_a_compiled_copy_of_another_text_is_never_used() -> None:

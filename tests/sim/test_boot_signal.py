@@ -19,9 +19,9 @@ import pytest
 from gpuwizard.core.facts import BTIME_SLACK_S, BootJudgement, BootMark, judge_boot
 from gpuwizard.machine.detect.platform import parse_btime
 from gpuwizard.runner import events as ev
-from gpuwizard.runner.apply import PersonAnswer
 from gpuwizard.runner.layout import EVENTS, EXIT_DONE, EXIT_PAUSED, EXIT_REBOOT, EXIT_STOPPED
 from gpuwizard.runner.lock import RunRecord, process_start_ticks, runner_status, write_run_record
+from gpuwizard.runner.loop import PersonAnswer
 from gpuwizard.runner.session import SessionOptions
 from gpuwizard.runner.view import view_of
 from gpuwizard.screens.resume import resume_text

@@ -17,10 +17,10 @@ from textual.widgets import Static
 from gpuwizard.doctor.findings import Finding, Report
 from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner import events as ev
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.sim.backend import sim_backend
 from tests.ui.pilots import FakeMachine, ViewHarness, shows, until, view_of
@@ -39,7 +39,7 @@ def body(app: App[Any]) -> str:
 async def test_d_opens_the_doctor_over_the_stage_and_esc_returns(home: Path) -> None:
     app = GpuWizardApp(sim_backend("a100x8-ubuntu2204-neglected", home=home / "gpuwizard"))
     async with app.run_test(size=(110, 36)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("d")
         await until(pilot, lambda: isinstance(pilot.app.screen, DoctorScreen))
         doctor = pilot.app.screen
@@ -47,7 +47,7 @@ async def test_d_opens_the_doctor_over_the_stage_and_esc_returns(home: Path) -> 
         shown = body(pilot.app)
         assert "7 problems" in shown and "No nvidia module for 5.15.0-126-generic" in shown
         await pilot.press("escape")
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
 
 
 async def test_the_doctor_says_when_it_could_not_finish() -> None:
@@ -101,9 +101,9 @@ async def test_a_failing_dkms_build_shows_its_make_log_and_fix_on_the_step_scree
     )
     app = GpuWizardApp(backend)
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("enter")
-        await until(pilot, shows(pilot, RecommendView))
+        await until(pilot, shows(pilot, ChooseView))
         await pilot.press("c")
         await until(pilot, shows(pilot, ReviewView))
         await pilot.press("s")

@@ -14,12 +14,12 @@ from textual.widgets import Input, Select, Static
 from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.machine.host import Host
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 async def to_the_install(pilot: Any) -> InstallView:
     """From the machine view, the recommendation as it is, reviewed and started: the install."""
-    for view, key in ((DetectView, "enter"), (RecommendView, "c"), (ReviewView, "s")):
+    for view, key in ((MachineView, "enter"), (ChooseView, "c"), (ReviewView, "s")):
         await until(pilot, shows(pilot, view))
         await pilot.press(key)
     await until(pilot, shows(pilot, InstallView))
@@ -46,9 +46,9 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
     backend = sim_backend("h100x8-ubuntu2204-fresh", home=home / "gpuwizard")
     app = GpuWizardApp(backend)
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("enter")
-        await until(pilot, shows(pilot, RecommendView))
+        await until(pilot, shows(pilot, ChooseView))
         extras = view_of(pilot).query_one("#extras")
         extras.focus()
         for _ in range(4):  # down to "NCCL multi-node settings", then choose it
@@ -119,9 +119,9 @@ async def test_a_failing_step_shows_its_hint_and_retry_succeeds(home: Path) -> N
     (backend.state_dir.parent / "sandbox" / "scenario.json").write_text(json.dumps(scenario))
     app = GpuWizardApp(backend)
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("enter")
-        await until(pilot, shows(pilot, RecommendView))
+        await until(pilot, shows(pilot, ChooseView))
         await pilot.press("c")
         await until(pilot, shows(pilot, ReviewView))
         await pilot.press("s")
@@ -278,9 +278,9 @@ async def test_the_pytorch_already_here_can_be_chosen_and_is_used_as_it_is(home:
 
     app = GpuWizardApp(sim_backend("h200-vm-ubuntu2404-preinstalled", home=home / "gpuwizard"))
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("enter")
-        await until(pilot, shows(pilot, RecommendView))
+        await until(pilot, shows(pilot, ChooseView))
         choose = view_of(pilot)
         said = " ".join(text_of(app, "#here").split())
         assert "torch 2.11.0+cu130 (CUDA 13.0) in /opt/torch/.venv" in said and "fits" in said

@@ -33,15 +33,15 @@ from gpuwizard.recommend.table import load_table
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.modals import SecretScreen
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
@@ -118,8 +118,8 @@ def doctor_report() -> Report:
 
 
 SCREENS: dict[str, Callable[[], Screen[Any] | StageView]] = {
-    "detect": lambda: DetectView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
-    "recommend": lambda: RecommendView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), lambda r, res: {"torch": ("2.14.1",)}),
+    "detect": lambda: MachineView(hostile_facts(), (Finding("x", "warning", HOSTILE, HOSTILE),), True),
+    "recommend": lambda: ChooseView(hostile_recommendation(), SetupRequest(), lambda r: hostile_recommendation(), lambda r, res: {"torch": ("2.14.1",)}),
     "review": lambda: ReviewView(hostile_plan()),
     "install": lambda: InstallView(Installing(hostile_plan(), planned()[0], run=run_of(install_events())), FakeMachine(), now=lambda: NOW),
     "reboot": lambda: RebootView(HOSTILE, HOSTILE, False),
@@ -214,7 +214,7 @@ async def test_a_hostile_recorded_host_shows_clean_on_the_detect_and_doctor_scre
     quoting = tuple(f for f in report.findings if any("click me" in e for e in f.evidence))
     assert quoting, "the doctor quotes the hostile kernel log line"
     shown = Report(quoting, report.unread)  # the one finding, so that it fits on the screen
-    for screen in (DetectView(facts, assess(facts, load_table()), True), DoctorScreen(shown)):
+    for screen in (MachineView(facts, assess(facts, load_table()), True), DoctorScreen(shown)):
         text = shown_text((await rendered(screen))[0])
         assert unsafe_in(text) == []
         words = " ".join(text.replace("█", " ").split())  # the modal's border, its wrapped lines

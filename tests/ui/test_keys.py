@@ -12,10 +12,10 @@ from textual.widgets._footer import FooterKey
 from gpuwizard.screens.benchmark import BenchmarkView
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.reboot import RestartQuestionView
+from gpuwizard.screens.looking import LookingView
+from gpuwizard.screens.reboot import RestartedView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.shell import StageView
-from gpuwizard.screens.waiting import LookingView
 from gpuwizard.screens.widgets.key_footer import fitting, key_width
 from gpuwizard.setup.flow import Skip
 from tests.ui.pilots import FakeMachine, ViewHarness, after, until
@@ -31,7 +31,7 @@ VIEWS |= {
     "looking": LookingView,
     "refused": lambda: RefusedView("this GPU needs a newer kernel", can_go_back=True),
     "refused-no-way-back": lambda: RefusedView("no NVIDIA GPU", can_go_back=False),
-    "restart-question": lambda: RestartQuestionView("2026-12-03 10:00 UTC"),
+    "restart-question": lambda: RestartedView("2026-12-03 10:00 UTC"),
     "benchmark": lambda: BenchmarkView(whole_run(Path("/nonexistent")), "ResNet-50"),
     "install-running": lambda: InstallView(
         installing([STARTED, FAILED_RUN[1]], attach=True), FakeMachine(), now=lambda: NOW

@@ -16,12 +16,12 @@ import pytest
 from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner.layout import EVENTS, JOURNAL
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
@@ -77,8 +77,8 @@ async def test_the_same_answers_through_the_tui_and_apply_leave_the_same_journal
     app = GpuWizardApp(sim_backend(PROFILE, home=by_keys / "gpuwizard"))
     async with app.run_test(size=(100, 32)) as pilot:
         for view, key in (
-            (DetectView, "enter"),  # continue
-            (RecommendView, "c"),  # the recommendation as it is
+            (MachineView, "enter"),  # continue
+            (ChooseView, "c"),  # the recommendation as it is
             (ReviewView, "s"),  # start
             (InstallView, "a"),  # run all
             (RebootView, "r"),  # reboot now
@@ -108,7 +108,7 @@ async def test_two_hundred_stage_switches_as_fast_as_the_app_shows_them(tmp_path
     app = GpuWizardApp(sim_backend(PROFILE, home=tmp_path / "gpuwizard"))
     shown: list[type] = []
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         show = app.shell.show
 
         async def counted(view: Any) -> None:
@@ -118,15 +118,15 @@ async def test_two_hundred_stage_switches_as_fast_as_the_app_shows_them(tmp_path
         app.shell.show = counted  # type: ignore[method-assign]
         for _ in range(100):  # the machine -> choose -> the machine
             await pilot.press("enter")
-            await until(pilot, shows(pilot, RecommendView))
+            await until(pilot, shows(pilot, ChooseView))
             await pilot.press("b")
-            await until(pilot, shows(pilot, DetectView))
-    assert shown == [RecommendView, DetectView] * 100
+            await until(pilot, shows(pilot, MachineView))
+    assert shown == [ChooseView, MachineView] * 100
 
 
 WHOLE_FLOW = (
-    (DetectView, "enter"),  # continue
-    (RecommendView, "c"),  # the recommendation as it is
+    (MachineView, "enter"),  # continue
+    (ChooseView, "c"),  # the recommendation as it is
     (ReviewView, "s"),  # start
     (InstallView, "a"),  # run all
     (RebootView, "r"),  # reboot now

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.frontends.app import GpuWizardApp
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.modals import QuitScreen
-from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.sim.backend import sim_backend
 from tests.ui.pilots import shows, until, view_of
@@ -24,14 +24,14 @@ async def test_quit_asks_while_the_install_is_paused_from_the_key_and_the_palett
 ) -> None:
     app = GpuWizardApp(sim_backend("h100x8-ubuntu2204-fresh", home=home / "gpuwizard"))
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("q")  # nothing runs: it leaves at once
         await until(pilot, lambda: not app.is_running)
     app = GpuWizardApp(sim_backend("h100x8-ubuntu2204-fresh", home=home / "gpuwizard"))
     async with app.run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, DetectView))
+        await until(pilot, shows(pilot, MachineView))
         await pilot.press("enter")
-        await until(pilot, shows(pilot, RecommendView))
+        await until(pilot, shows(pilot, ChooseView))
         await pilot.press("c")
         await until(pilot, shows(pilot, ReviewView))
         await pilot.press("enter")

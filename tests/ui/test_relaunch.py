@@ -13,11 +13,11 @@ from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner.journal import Journal
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
@@ -87,8 +87,8 @@ async def test_opened_again_on_a_set_up_machine_the_export_is_the_setup_that_ran
     app = GpuWizardApp(sim_backend("t4-debian12-fresh", home=home / "gpuwizard"))
     async with app.run_test(size=(100, 32)) as pilot:
         steps = (
-            (DetectView, "enter"),
-            (RecommendView, "c"),
+            (MachineView, "enter"),
+            (ChooseView, "c"),
             (ReviewView, "s"),
             (InstallView, "a"),
             (VerifyView, "enter"),
@@ -137,7 +137,7 @@ async def test_a_relaunch_after_the_install_offers_verify_benchmark_and_export_a
     benchmark) lands on the machine view, which says the setup is done and offers verify,
     benchmark and export again, never an empty review of "0 steps"; a benchmark that was cut
     off is said to be interrupted, with what it had measured."""
-    from gpuwizard.screens.detect import DetectView
+    from gpuwizard.screens.machine import MachineView
 
     profile = "a100x4-ubuntu2004-fresh"
     codes = [gpuwizard(home, "--simulate", profile, "apply", "--yes").returncode for _ in range(3)]
@@ -152,7 +152,7 @@ async def test_a_relaunch_after_the_install_offers_verify_benchmark_and_export_a
     for key, view in (("v", VerifyView), ("m", BenchmarkView), ("e", ExportView)):
         app = GpuWizardApp(sim_backend(profile, home=home / "gpuwizard"))
         async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, shows(pilot, DetectView))
+            await until(pilot, shows(pilot, MachineView))
             banner = str(view_of(pilot).query_one("#set-up").render())
             assert "gpuwizard has set this machine up" in banner, banner
             await pilot.press(key)

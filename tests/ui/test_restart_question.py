@@ -13,7 +13,7 @@ from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.reboot import RestartQuestionView
+from gpuwizard.screens.reboot import RestartedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.setup import flow
 from gpuwizard.setup.flow import RebootAnswered, RunMode
@@ -33,7 +33,7 @@ SINCE = "2026-12-03 10:00 UTC"
 async def test_the_question_names_the_time_and_enter_answers_the_highlighted_choice(
     keys: tuple[str, ...], said: bool
 ) -> None:
-    app = ViewHarness(RestartQuestionView(SINCE))
+    app = ViewHarness(RestartedView(SINCE))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         shown = str(app.shell.view.query_one("#restart-body").render())
@@ -77,7 +77,7 @@ async def test_asked_answered_yes_checked_and_a_relaunch_goes_on_without_asking(
     backend = sim_backend(PROFILE, home=home / "gpuwizard")
 
     async with GpuWizardApp(backend).run_test(size=(100, 32)) as pilot:
-        await until(pilot, shows(pilot, RestartQuestionView))
+        await until(pilot, shows(pilot, RestartedView))
         await pilot.press("enter")  # "Yes: it restarted"
         await until(pilot, shows(pilot, ResumeView))
         await until(pilot, lambda: view_of(pilot).done)  # type: ignore[attr-defined]
@@ -91,4 +91,4 @@ async def test_asked_answered_yes_checked_and_a_relaunch_goes_on_without_asking(
         await until(pilot, shows(pilot, InstallView))
         await settle(pilot)
         await pilot.press("q")
-    assert RestartQuestionView not in log.shown and ResumeView not in log.shown, log.shown
+    assert RestartedView not in log.shown and ResumeView not in log.shown, log.shown

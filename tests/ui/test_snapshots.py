@@ -27,15 +27,15 @@ from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner import events as ev
 from gpuwizard.runner.events import StopReason
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView, Offers
 from gpuwizard.screens.doctor import DoctorScreen
 from gpuwizard.screens.done import DoneView
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.help import HelpScreen
 from gpuwizard.screens.install import InstallView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.screens.modals import QuitScreen, SecretScreen
 from gpuwizard.screens.reboot import RebootView
-from gpuwizard.screens.recommend import Offers, RecommendView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.verify import VerifyView
@@ -187,10 +187,10 @@ def install(events: list[ev.RunEvent]) -> InstallView:
     return InstallView(installing(events), FakeMachine(), now=lambda: NOW)
 
 
-def recommend_view() -> RecommendView:
+def recommend_view() -> ChooseView:
     """The Recommend screen as the wizard builds it: the real engine behind every choice."""
     target = target_from_facts(FACTS, TABLE)
-    return RecommendView(
+    return ChooseView(
         recommendation(), SetupRequest(),
         lambda request: recommend(TABLE, target, request), offers_on(TABLE, target),
     )  # fmt: skip
@@ -206,10 +206,10 @@ H200_VM = facts_of("h200-vm-ubuntu2404-preinstalled")
 systemd, a torch already installed, a healthy GPU."""
 
 SCREENS = {
-    "detect": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True),
-    "detect-h200-vm": lambda: DetectView(H200_VM, assess(H200_VM, TABLE), can_continue=True),
-    "detect-set-up": lambda: DetectView(FACTS, assess(FACTS, TABLE), can_continue=True, set_up=SetUp("run-1a2b3c4d", "2026-12-04T22:31:00+00:00", ("Install NVIDIA Fabric Manager (NVSwitch)",))),
-    "recommend": lambda: RecommendView(recommendation(), SetupRequest(), lambda r: recommendation(), releases("2.14.1", "2.13.0")),
+    "detect": lambda: MachineView(FACTS, assess(FACTS, TABLE), can_continue=True),
+    "detect-h200-vm": lambda: MachineView(H200_VM, assess(H200_VM, TABLE), can_continue=True),
+    "detect-set-up": lambda: MachineView(FACTS, assess(FACTS, TABLE), can_continue=True, set_up=SetUp("run-1a2b3c4d", "2026-12-04T22:31:00+00:00", ("Install NVIDIA Fabric Manager (NVSwitch)",))),
+    "recommend": lambda: ChooseView(recommendation(), SetupRequest(), lambda r: recommendation(), releases("2.14.1", "2.13.0")),
     "recommend-builds": recommend_view,
     "review": lambda: ReviewView(plan()),
     "install-waiting": lambda: install([]),

@@ -20,10 +20,10 @@ from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.control import Backend
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
 from gpuwizard.screens.done import DoneView, InstalledDriver
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.setup import flow
-from gpuwizard.setup.driver import SetupDriver
+from gpuwizard.setup.effects import Effects
 from gpuwizard.sim.backend import sim_backend
 from tests.conftest import facts_of
 from tests.ui.pilots import ViewHarness
@@ -65,7 +65,7 @@ async def done_text(view: DoneView) -> str:
 
 async def test_a_simulated_run_suggests_commands_on_the_same_simulated_server(simulated: Backend) -> None:  # fmt: skip
     stage, _ = set_up("580.178.04")
-    view = view_for(stage, SetupDriver(simulated), "ssh admin@t4")
+    view = view_for(stage, Effects(simulated), "ssh admin@t4")
     assert isinstance(view, DoneView)
     text = await done_text(view)
     for command in ("detect", "bench", "export"):
@@ -75,14 +75,14 @@ async def test_a_simulated_run_suggests_commands_on_the_same_simulated_server(si
 
 async def test_a_real_run_suggests_plain_commands(real: Backend) -> None:
     stage, _ = set_up("580.178.04")
-    text = await done_text(view_for(stage, SetupDriver(real), "ssh admin@t4"))  # type: ignore[arg-type]
+    text = await done_text(view_for(stage, Effects(real), "ssh admin@t4"))  # type: ignore[arg-type]
     assert "gpuwizard detect" in text and "--simulate" not in text
     assert "source /opt/gpuwizard/envs/pytorch/bin/activate" in text
 
 
 async def test_done_names_the_driver_that_was_installed(simulated: Backend) -> None:
     stage, _ = set_up("580.178.04")
-    text = await done_text(view_for(stage, SetupDriver(simulated), "ssh"))  # type: ignore[arg-type]
+    text = await done_text(view_for(stage, Effects(simulated), "ssh"))  # type: ignore[arg-type]
     assert "driver: 580.178.04 installed (R580, open)" in text
     assert "Choose named" not in text, "what Choose named is what is there"
 
@@ -107,7 +107,7 @@ def test_no_driver_line_where_the_driver_is_not_loaded_at_the_end() -> None:
 def test_the_benchmark_run_again_begins_at_once(simulated: Backend, attempt: int, at_once: bool) -> None:  # fmt: skip
     stage, after = set_up("580.178.04")
     benchmarking = flow.Benchmarking(after, stage.plan, stage.selection, attempt=attempt)
-    view = view_for(benchmarking, SetupDriver(simulated), "ssh")
+    view = view_for(benchmarking, Effects(simulated), "ssh")
     assert isinstance(view, BenchmarkView) and view.begin_at_once is at_once
 
 
@@ -123,9 +123,9 @@ def test_the_export_asks_about_files_already_in_the_folder(tmp_path: Path) -> No
 
 async def test_a_machine_without_an_nvidia_gpu_offers_no_continue(tmp_path: Path) -> None:
     facts = facts_of("nogpu-ubuntu2204")
-    driver = SetupDriver(sim_backend("nogpu-ubuntu2204", home=tmp_path))
-    view = view_for(flow.Showing(flow.Context(facts)), driver, "ssh")
-    assert isinstance(view, DetectView)
+    effects = Effects(sim_backend("nogpu-ubuntu2204", home=tmp_path))
+    view = view_for(flow.ShowingMachine(flow.Context(facts)), effects, "ssh")
+    assert isinstance(view, MachineView)
     app = ViewHarness(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -152,9 +152,9 @@ def done_simulated() -> DoneView:
     )  # fmt: skip
 
 
-def no_gpu() -> DetectView:
+def no_gpu() -> MachineView:
     facts = facts_of("nogpu-ubuntu2204")
-    return DetectView(facts, assess(facts, TABLE), can_continue=False)
+    return MachineView(facts, assess(facts, TABLE), can_continue=False)
 
 
 @pytest.mark.parametrize("size", SIZES)

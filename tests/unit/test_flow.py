@@ -66,8 +66,8 @@ def disk(data: JournalData | None = None, **changes: object) -> DiskState:
 @pytest.mark.parametrize(
     ("state", "stage"),
     [
-        pytest.param(disk(), flow.Showing, id="nothing on disk: the machine at a glance"),
-        pytest.param(disk(journal(finished=True)), flow.Showing, id="a finished run: a new one"),
+        pytest.param(disk(), flow.ShowingMachine, id="nothing on disk: the machine at a glance"),
+        pytest.param(disk(journal(finished=True)), flow.ShowingMachine, id="a finished run: a new one"),
         pytest.param(disk(journal(), runner="running"), flow.Installing, id="a runner at work: attach"),
         pytest.param(disk(journal()), flow.Installing, id="an unfinished run: continue it"),
         pytest.param(disk(journal(), stopped=StopReason.CHANGED), flow.Choosing, id="the host changed: choose again"),
@@ -97,11 +97,11 @@ CONTEXT = flow.Context(FACTS, REQUEST, None)
 @pytest.mark.parametrize(
     ("stage", "answer", "expected", "effects"),
     [
-        (flow.Showing(CONTEXT), flow.Continue(), flow.Choosing, ()),
+        (flow.ShowingMachine(CONTEXT), flow.Continue(), flow.Choosing, ()),
         (flow.Choosing(CONTEXT), flow.Decided(REQUEST), flow.Choosing, (flow.MakePlan,)),
         (flow.Choosing(CONTEXT), flow.Planned(REQUEST, SELECTION, PLAN), flow.Reviewing, ()),
         (flow.Choosing(CONTEXT), flow.PlanRefused("no GPU", 3), flow.Refused, ()),
-        (flow.Choosing(CONTEXT), flow.Back(), flow.Showing, ()),
+        (flow.Choosing(CONTEXT), flow.Back(), flow.ShowingMachine, ()),
         (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Approved(), flow.Reviewing, (flow.Prepare,)),
         (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Prepared(), flow.Installing, (flow.Follow,)),
         (flow.Reviewing(CONTEXT, SELECTION, PLAN), flow.Back(), flow.Choosing, ()),
@@ -128,7 +128,7 @@ CONTEXT = flow.Context(FACTS, REQUEST, None)
         (flow.Exporting(FACTS, PLAN, SELECTION), flow.Exported(("/x/deploy.sh",)), flow.Done, ()),
         (flow.Done(PLAN, SELECTION), flow.Continue(), flow.Done, (flow.Exit,)),
         (flow.Refused("why", 3), flow.Continue(), flow.Refused, (flow.Exit,)),
-        (flow.Showing(CONTEXT), flow.Quit(), flow.Showing, (flow.Exit,)),
+        (flow.ShowingMachine(CONTEXT), flow.Quit(), flow.ShowingMachine, (flow.Exit,)),
     ],
 )  # fmt: skip
 def test_where_each_answer_leads(

@@ -59,7 +59,7 @@ def test_another_request_is_refused_with_exit_2_naming_what_differs(data, asked,
         pytest.param(disk(made_from(journal())), RUN, True, flow.Installing, id="the same request: go on"),
         pytest.param(disk(made_from(journal()), runner="running"), RUN, True, flow.Installing, id="the same request: attach"),
         pytest.param(disk(made_from(journal())), SetupRequest(), False, flow.Installing, id="the TUI is not bound"),
-        pytest.param(disk(made_from(journal(finished=True))), asked(cudnn=False), True, flow.Showing, id="a finished run: a new plan"),
+        pytest.param(disk(made_from(journal(finished=True))), asked(cudnn=False), True, flow.ShowingMachine, id="a finished run: a new plan"),
     ],
 )  # fmt: skip
 def test_the_same_request_or_a_front_end_that_chooses_goes_on_as_before(

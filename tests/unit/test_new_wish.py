@@ -43,7 +43,7 @@ PROBE = textwrap.dedent(
     from gpuwizard.recommend.engine import recommend
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import target_from_facts
-    from gpuwizard.screens.recommend import RecommendView
+    from gpuwizard.screens.choose import ChooseView
     from gpuwizard.setup.plan import make_plan
     from gpuwizard.sim.profiles import profile_host
     from tests.ui.pilots import ViewHarness
@@ -72,7 +72,7 @@ PROBE = textwrap.dedent(
     # the Choose view: a checkbox that changes the request
     target = target_from_facts(facts, table)
     recompute = lambda request: recommend(table, target, request)
-    view = RecommendView(recompute(SetupRequest()), SetupRequest(), recompute, offers_on(table, target))
+    view = ChooseView(recompute(SetupRequest()), SetupRequest(), recompute, offers_on(table, target))
 
     async def choose() -> None:
         app = ViewHarness(view)

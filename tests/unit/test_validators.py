@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwizard.core import pins, version
+from gpuwizard.core import download_pins, version
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.version import CudaVariant, is_version
 from gpuwizard.doctor import redact
@@ -28,7 +28,7 @@ from gpuwizard.export import ansible_tasks, bash, words
 from gpuwizard.frontends.inputs import InputError, check_path
 from gpuwizard.machine import dpkgdb
 from gpuwizard.machine.detect import config, kernel, os_release, platform, python_envs
-from gpuwizard.recommend import pins as recommend_pins
+from gpuwizard.recommend import release_pins
 from gpuwizard.recommend import table as compat_table
 from gpuwizard.recommend.planner import OptionsError, env_path
 from gpuwizard.recommend.target import BadInput, parse_driver, parse_python
@@ -73,11 +73,11 @@ def _env_name(value: str) -> None:
 
 
 def _python_minor(value: str) -> None:
-    recommend_pins.check_request(TABLE(), SetupRequest(python=value))
+    release_pins.check_request(TABLE(), SetupRequest(python=value))
 
 
 def _branch(value: str) -> None:
-    recommend_pins.check_request(TABLE(), SetupRequest(driver_branch=value))
+    release_pins.check_request(TABLE(), SetupRequest(driver_branch=value))
 
 
 def _kernel_in_modules(value: str) -> bool:
@@ -105,8 +105,8 @@ VALIDATORS = [
     Validator("env name (planner)", raises_not(_env_name, (OptionsError,)), st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", fullmatch=True)),
     Validator("dotted version", is_version, st.from_regex(r"[0-9]{1,9}(\.[0-9]{1,9}){0,3}", fullmatch=True), numeric=True),
     Validator("CUDA build name", raises_not(CudaVariant.parse, (ValueError,)), st.from_regex(r"cu1[0-3][0-9]", fullmatch=True), numeric=True),
-    Validator("--env-python", raises_not(_python_minor, (recommend_pins.BadInput,)), st.sampled_from(["3.10", "3.11", "3.12", "3.13"]), numeric=True),
-    Validator("--driver-branch", raises_not(_branch, (recommend_pins.BadInput,)), st.sampled_from(["570", "580"]), numeric=True),
+    Validator("--env-python", raises_not(_python_minor, (release_pins.BadInput,)), st.sampled_from(["3.10", "3.11", "3.12", "3.13"]), numeric=True),
+    Validator("--driver-branch", raises_not(_branch, (release_pins.BadInput,)), st.sampled_from(["570", "580"]), numeric=True),
     Validator("recommend --driver", raises_not(parse_driver, (BadInput,)), st.from_regex(r"[0-9]{3}(\.[0-9]{1,3}){0,2}", fullmatch=True), numeric=True),
     Validator("recommend --python", raises_not(parse_python, (BadInput,)), st.from_regex(r"3\.[0-9]{1,2}", fullmatch=True), numeric=True),
     Validator("a path on the command line", raises_not(check_path, (InputError,)), st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=20), tails=CONTROL_TAILS),
@@ -121,8 +121,8 @@ VALIDATORS = [
     Validator("conda python record", by(python_envs._CONDA_PYTHON), st.from_regex(r"python-3\.1[0-4]\.[0-9]-h[0-9a-f]{4}_0\.json", fullmatch=True), numeric=True),
     Validator("compat table version", by(compat_table._VERSION), st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", fullmatch=True), numeric=True),
     Validator("compat table date", by(compat_table._DATE), st.dates().map(str), numeric=True),
-    Validator("pinned SHA-256", by(pins._HEX64), st.from_regex(r"[0-9a-f]{64}", fullmatch=True)),
-    Validator("pinned fingerprint", by(pins._FINGERPRINT), st.from_regex(r"[0-9A-F]{40}", fullmatch=True)),
+    Validator("pinned SHA-256", by(download_pins._HEX64), st.from_regex(r"[0-9a-f]{64}", fullmatch=True)),
+    Validator("pinned fingerprint", by(download_pins._FINGERPRINT), st.from_regex(r"[0-9A-F]{40}", fullmatch=True)),
     Validator("environment variable name", by(words.ENV_NAME), st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)),
     Validator("deploy.sh step id", by(bash._STEP_ID), st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)),
     Validator("playbook PyPI pin", by(ansible_tasks._PYPI), st.from_regex(r"pypi:[a-z]{1,8}==[0-9]\.[0-9]{1,2}", fullmatch=True)),

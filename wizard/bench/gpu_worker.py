@@ -6,7 +6,7 @@ Run with that environment's Python, which has torch, torchvision and numpy but n
     torchrun --standalone --nproc-per-node=8 gpu_worker.py ...  # DDP, one process per GPU
 
 Each stdout line is one event, ``{"v": 1, "kind": ..., **fields}``, written and flushed by rank 0
-alone; the other ranks report through collectives. ``gpuwizard.bench.protocol`` is the typed
+alone; the other ranks report through collectives. ``wizard/bench/protocol.py`` is the typed
 reading of the stream and documents its order and exit codes (0 all ran, 1 a part failed,
 2 the environment cannot run). Diagnostics go to stderr.
 
@@ -515,7 +515,7 @@ def timed_samples(
     run: Run, mode: str, batch_size: int, step: Callable[[], None]
 ) -> list[dict[str, Any]]:
     """Run the timed steps, syncing the device only at sample boundaries; emit each sample. Stop
-    once the throughput is steady (gpuwizard.bench.steady), or after ``--steps``."""
+    once the throughput is steady (``steady``, below), or after ``--steps``."""
     args, done = run.args, 0
     samples: list[dict[str, Any]] = []
     while done < args.steps and (args.fixed or not steady([s["images_per_s"] for s in samples])):

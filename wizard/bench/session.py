@@ -1,7 +1,7 @@
 """One benchmark as a front end drives it: start, follow, stop, then judge and save.
 
 The TUI's Benchmark screen and ``gpuwizard bench`` both use this; the screen sees it through the
-``BenchSource`` protocol (gpuwizard.screens.capabilities), so it never touches the process.
+``BenchSource`` protocol (screens/capabilities.py), so it never touches the process.
 """
 
 from __future__ import annotations

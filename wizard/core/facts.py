@@ -1,6 +1,6 @@
 """HostFacts: everything gpuwizard knows about a machine, as frozen data.
 
-Facts are gathered by ``gpuwizard.machine.detect`` and consumed by the recommender, the steps and the
+Facts are gathered by ``wizard/machine/detect/`` and consumed by the recommender, the steps and the
 screens. They round-trip through JSON (``gpuwizard detect --json``, ``recommend --facts F``) so a
 bug report can be replayed. Versions are always strings ("12.10" is not 12.1). Per-machine facts
 (machine-id, hardware, OS) are kept apart from per-boot ones (``Boot``: boot_id, kernel, loaded

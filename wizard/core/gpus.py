@@ -2,7 +2,7 @@
 
 Names come from ``nvidia_pci.tsv``, generated from pci.ids by ``tools/gen_nvidia_pci_table.py``
 (a newer system pci.ids can supply names for ids the shipped table lacks; see
-``gpuwizard.machine.detect.pci``). Architecture, compute capability, the last driver branch and the
+``wizard/machine/detect/pci.py``). Architecture, compute capability, the last driver branch and the
 open-kernel-module rule are derived here from the chip codename that pci.ids puts in front of
 every name ("GH100 [H100 SXM5 80GB]" -> Hopper, 9.0), so a new id of a known chip needs no code.
 

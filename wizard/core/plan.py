@@ -1,10 +1,10 @@
 """The plan: ordered steps and the exact operations each will take. The product the user reviews.
 
-A step's actions are typed operations (``gpuwizard.core.ops``), a closed set that every consumer (the
+A step's actions are typed operations (``wizard/core/ops.py``), a closed set that every consumer (the
 executor, the dry run, the review screen, the exporters) matches exhaustively. Secrets are never
 values here, only ``SecretRef`` names that the runner resolves in memory. Pure data; JSON
 round-trips. Schema 2 stores operations typed; a schema-1 plan (``Run(argv)``, from a run in
-progress before an upgrade) is read through ``gpuwizard.core.plan_v1``.
+progress before an upgrade) is read through ``wizard/core/plan_v1.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.core.plan_v1 import upgrade_plan
 
 SCHEMA = 2
-"""2: operations are typed (``gpuwizard.core.ops``); 1: every command was ``Run(argv)``."""
+"""2: operations are typed (``wizard/core/ops.py``); 1: every command was ``Run(argv)``."""
 
 
 class Target(Enum):
@@ -88,7 +88,7 @@ class Plan:
 
 
 def current_plan_data(data: Any, path: str = "$") -> Any:
-    """A plan's JSON as schema 2: as it is, or read from schema 1 (``gpuwizard.core.plan_v1``).
+    """A plan's JSON as schema 2: as it is, or read from schema 1 (``wizard/core/plan_v1.py``).
 
     Raises:
         CodecError: another schema (a newer gpuwizard wrote it), or a schema-1 plan that is damaged.

@@ -4,7 +4,7 @@ A ``TorchEnv`` says where a torch lives (a venv, a conda environment, a system P
 dist-packages, a user's ~/.local), which interpreter runs it, and what was read from its files:
 torch's version and the CUDA it was built for (torch/version.py), torchvision's and
 torchaudio's. Nothing here reads the machine or judges whether a torch fits it (that is
-``gpuwizard.recommend.existing``).
+``wizard/recommend/existing.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Known errors in logs: failed install steps' logs and logs a person names (``--log``).
 
 Each known error found becomes a finding with its filled-in explanation and fix. Out-of-memory
-and NCCL errors are left to their own checks (gpuwizard.doctor.training), which add this
+and NCCL errors are left to their own checks (wizard/doctor/training.py), which add this
 machine's numbers and interface names to the fix. Pure.
 """
 

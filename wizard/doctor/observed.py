@@ -1,6 +1,6 @@
 """What the doctor reads beyond detection, as frozen data, and the pure parsers that make it.
 
-``gpuwizard.doctor.readings`` fills an ``Observed`` through the Host door; the checks read only
+``wizard/doctor/readings.py`` fills an ``Observed`` through the Host door; the checks read only
 this and ``HostFacts``, so every check is a function of data and is tested with tables. Versions
 stay strings. Nothing here reads the machine.
 """

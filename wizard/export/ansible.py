@@ -1,6 +1,6 @@
 """The Ansible export: the plan as one playbook for a group of servers, with the same pins.
 
-The tasks come from ``gpuwizard.export.ansible_tasks`` (one or more per action); this module
+The tasks come from ``wizard/export/ansible_tasks.py`` (one or more per action); this module
 adds the play around them: the secrets' ``vars_prompt``, the header that says where the plan was
 made and what was already done there, and a SafeDumper that writes every value a template could
 touch as ``!unsafe``. Pure: nothing is read or run.

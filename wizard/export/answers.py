@@ -33,7 +33,7 @@ from gpuwizard.core.request import SetupRequest, Wish
 from gpuwizard.core.safetext import is_unsafe, one_line
 from gpuwizard.export.hostcheck import HostIdentity, host_differences, identity
 from gpuwizard.export.source import ExportSource
-from gpuwizard.recommend.pins import check_request
+from gpuwizard.recommend.release_pins import check_request
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import BadInput
 

@@ -9,7 +9,7 @@ against the same pins; secrets read at run time, taken out of the environment be
 runs, and never written. Every plan value reaches the script through ``shlex.quote`` or a quoted
 here-document, and what bash cannot carry (NUL, a newline in a path) raises ExportError. The
 script a person runs carries no test hooks; ``test_build=True`` makes the one gpuwizard's own
-tests run (``gpuwizard.export.bash_runtime``). Pure: no I/O but reading the key check it
+tests run (``wizard/export/bash_runtime.py``). Pure: no I/O but reading the key check it
 carries, and never the runner, the host or a subprocess.
 """
 

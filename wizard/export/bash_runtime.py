@@ -4,7 +4,7 @@ They give the rendered steps their few verbs: ``gw_begin``/``gw_done`` (a marker
 step), ``gw_run`` (one planned command with exactly its environment), ``gw_write`` (a whole file,
 atomically), ``gw_fetch`` (gpuwizard-fetch redone with curl, sha256sum and, for keys, the
 runner's own key check), ``gw_reboot`` and the resume unit. Static text: nothing from a plan is
-ever interpolated here, so nothing here needs quoting; ``gpuwizard.export.bash`` passes plan
+ever interpolated here, so nothing here needs quoting; ``wizard/export/bash.py`` passes plan
 values to these functions as quoted arguments.
 
 The script a person runs has no test hooks. Only a test build (``runtime(test_build=True)``, for

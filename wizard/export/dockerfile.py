@@ -1,7 +1,7 @@
 """The Dockerfile export: the plan's image-capable steps as a PyTorch image.
 
-The base image comes from ``gpuwizard.export.docker_base``, shell words from
-``gpuwizard.export.words``; the note on what the host needs is ``gpuwizard.export.docker_host``.
+The base image comes from ``wizard/export/docker_base.py``, shell words from
+``wizard/export/words.py``; the note on what the host needs is ``wizard/export/docker_host.py``.
 
 Only steps that declare ``Target.IMAGE`` are built into the image, with their own commands
 (apt-get gains ``--no-install-recommends``, pip ``--no-cache-dir``, and each layer drops the
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from gpuwizard.core.download_pins import image_digest, load_pins
 from gpuwizard.core.facts import Installs, PythonEnv
 from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.ops import (
@@ -48,7 +49,6 @@ from gpuwizard.core.ops import (
     Venv,
 )
 from gpuwizard.core.paths import DOWNLOADS_DIR
-from gpuwizard.core.pins import image_digest, load_pins
 from gpuwizard.core.plan import Action, StepPlan, Target, WriteFile, assert_never, uses_downloads
 from gpuwizard.export.docker_base import BaseImage, ImageOs, base_image, packaged_pythons
 from gpuwizard.export.source import VERIFY_STEP, ExportError, ExportSource
@@ -59,7 +59,7 @@ from gpuwizard.steps.base import install_packages
 from gpuwizard.steps.install_python import UV_VERSION, os_packages
 
 UV_IMAGE = f"ghcr.io/astral-sh/uv:{UV_VERSION}"
-"""The same uv release install-python fetches on the host; its digest, when pinned, in pins.yaml."""
+"""The same uv release install-python fetches on the host; its digest, when pinned, in download_pins.yaml."""
 UV_IN_IMAGE = "/usr/local/bin/uv"
 USER_NAME = "pytorch"
 USER_ID = 10001

@@ -1,12 +1,12 @@
-"""GpuWizardApp: the Textual front end of the state machine in gpuwizard.setup.flow.
+"""GpuWizardApp: the Textual front end of the state machine in wizard/setup/flow.py.
 
-The one loop that drives a setup (gpuwizard.setup.conduct, the same as ``apply``'s) runs in a
-worker thread: it carries out the flow's effects through the driver, shows each stage in the one
+The one loop that drives a setup (wizard/setup/conduct.py, the same as ``apply``'s) runs in a
+worker thread: it carries out the flow's effects (``Effects``), shows each stage in the one
 screen (a new view, or the one on show brought up to date: an install as its run moves on), and
 takes the next answer from the views (``Screens``). Views answer; nothing else changes the
 stage. The first frame shows at once: it needs Textual, the shell and the "Looking at this
 machine" view alone. The flow, the backend, the engine, the planner and every other view load in
-that worker, after it (``make_driver``); the modal screens load when they open.
+that worker, after it (``make_effects``); the modal screens load when they open.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from gpuwizard.screens.looking import LookingView
 from gpuwizard.screens.shell import Answered, StageShell, StageView
-from gpuwizard.screens.waiting import LookingView
 
 if TYPE_CHECKING:
     from gpuwizard.core.request import SetupRequest
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpuwizard.runner import events as ev
     from gpuwizard.runner.control import Backend
     from gpuwizard.runner.view import RunView
-    from gpuwizard.setup.driver import SetupDriver
+    from gpuwizard.setup.effects import Effects
     from gpuwizard.setup.flow import Answer, Exit, Stage
 
 EXIT_FAILED, EXIT_REBOOT = 1, 10
@@ -73,7 +73,7 @@ class GpuWizardApp(App[str]):
         self.stage: Stage | None = None
         """The stage the wizard is at; None until the flow has loaded (looking at the machine)."""
         self.exit_code = 0
-        self.driver: SetupDriver | None = None
+        self.effects: Effects | None = None
 
     @property
     def backend(self) -> Backend:
@@ -105,28 +105,28 @@ class GpuWizardApp(App[str]):
     @work(thread=True, exclusive=True, group="conduct", exit_on_error=False)
     def conduct(self) -> None:
         self.call_from_thread(self.shell.show, LookingView())  # type: ignore[arg-type] # Textual types its awaitables as Never
-        driver = self.driver = self.make_driver()
-        from gpuwizard.core.request import SetupRequest  # loaded: make_driver
+        effects = self.effects = self.make_effects()
+        from gpuwizard.core.request import SetupRequest  # loaded: make_effects
         from gpuwizard.setup.conduct import conduct
         from gpuwizard.setup.flow import Detect, Looking
 
         self.call_from_thread(self.show_machine)
         first = Looking(self.request or SetupRequest())
         try:
-            conduct(driver, Screens(self, driver), first, (Detect(),))
+            conduct(effects, Screens(self, effects), first, (Detect(),))
         except Cancelled:
             return
 
-    def make_driver(self) -> SetupDriver:
-        """The backend, the driver, and with them the engine, the planner and every view."""
+    def make_effects(self) -> Effects:
+        """The backend, the effects, and with them the engine, the planner and every view."""
         from gpuwizard.frontends import stageviews  # noqa: F401 - loaded here, not on the first frame
-        from gpuwizard.setup.driver import SetupDriver
+        from gpuwizard.setup.effects import Effects
 
-        driver = SetupDriver(self.backend)
-        _ = driver.table
-        return driver
+        effects = Effects(self.backend)
+        _ = effects.table
+        return effects
 
-    async def show(self, stage: Stage, driver: SetupDriver) -> None:
+    async def show(self, stage: Stage, effects: Effects) -> None:
         """The stage on the one screen: the view on show brought up to date when it takes it (an
         install whose run moved on), else a new view."""
         from gpuwizard.frontends.stageviews import view_for
@@ -139,12 +139,12 @@ class GpuWizardApp(App[str]):
             return
         while not self.answers.empty():  # answers to the view that is going away
             self.answers.get_nowait()
-        await self.shell.show(view_for(stage, driver, self.ssh_hint))
+        await self.shell.show(view_for(stage, effects, self.ssh_hint))
         self.title = label(stage)  # once its view is on show and takes keys
 
     async def on_unmount(self) -> None:
-        if self.driver is not None:
-            self.driver.close()  # another front end may drive now
+        if self.effects is not None:
+            self.effects.close()  # another front end may drive now
 
     @on(Answered)
     def take_answer(self, message: Answered) -> None:
@@ -213,13 +213,13 @@ class Screens:
     """The TUI as the one loop's front end: stages shown on the app's screen, answers from its
     views; a watching wizard takes over once the front end that drives has gone."""
 
-    def __init__(self, app: GpuWizardApp, driver: SetupDriver) -> None:
+    def __init__(self, app: GpuWizardApp, effects: Effects) -> None:
         self.app = app
-        self.driver = driver
+        self.effects = effects
         self.freed_checked = 0.0
 
     def show(self, stage: Stage) -> None:
-        self.call(self.app.show, stage, self.driver)
+        self.call(self.app.show, stage, self.effects)
 
     def heard(self, news: Sequence[ev.RunEvent], view: RunView) -> None:
         """Nothing: the views show the run as it folds."""
@@ -247,7 +247,7 @@ class Screens:
         if now - self.freed_checked < FREED_CHECK_S:
             return False
         self.freed_checked = now
-        return not self.driver.driven_elsewhere()
+        return not self.effects.driven_elsewhere()
 
     def finish(self, exit: Exit) -> int:
         self.call(self.app.finish, exit)

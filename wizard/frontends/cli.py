@@ -285,7 +285,7 @@ def this_machines_name() -> str:
 def cmd_apply(args: argparse.Namespace) -> int:
     import os
 
-    from gpuwizard.frontends.headless import ApplyError, ApplyRequest, apply
+    from gpuwizard.frontends.apply import ApplyError, ApplyRequest, apply
 
     setup = requested(args)
     answers = None
@@ -339,7 +339,7 @@ def requested(args: argparse.Namespace) -> SetupRequest:
     """Every wish the command line gives (recommend, apply, export), checked: a value of the
     wrong form, or one gpuwizard never offers, is one line, exit 2."""
     from gpuwizard.frontends.cliargs import wishes_given
-    from gpuwizard.recommend.pins import check_request
+    from gpuwizard.recommend.release_pins import check_request
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import BadInput
 

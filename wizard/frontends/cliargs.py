@@ -1,7 +1,7 @@
 """The ``gpuwizard`` command line's grammar: every subcommand, option and help text.
 
 Errors are one line naming the fix (``UsageError``), never argparse's usage dump; the commands
-themselves live in ``gpuwizard.frontends.cli``.
+themselves live in ``wizard/frontends/cli.py``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ GROUPS = {
 
 
 def add_wishes(parser: argparse.ArgumentParser, engine_only: bool = False) -> None:
-    """An option for each wish (``gpuwizard.core.request``); ``engine_only``: only those the
+    """An option for each wish (``wizard/core/request.py``); ``engine_only``: only those the
     engine reads (``recommend`` answers what fits, not where it goes)."""
     from gpuwizard.core.request import WISHES
 

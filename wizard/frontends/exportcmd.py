@@ -2,7 +2,7 @@
 
 What is exported, in order of preference: the plan of an answers file (``--config``) planned
 for this machine; else the plan of the choices given as flags (``--driver-branch 580``); else
-the setup the wizard's runs made here (``gpuwizard.setup.setups``: the last run's plan, or the last
+the setup the wizard's runs made here (``wizard/setup/setups.py``: the last run's plan, or the last
 one that changed the machine); else a fresh plan of the recommendation
 with default choices, said so on stderr. One format without ``-o``
 goes to stdout, byte for byte as ``-o`` would write it; otherwise the files are written

@@ -1,7 +1,7 @@
-"""Which view shows each stage of the flow, built from the stage and the machine's driver.
+"""Which view shows each stage of the flow, built from the stage and the effects that carry it out (``Effects``).
 
-The TUI's only mapping from the core (gpuwizard.setup) to its screens: it builds what a view
-needs to show and gives it the capabilities it may use (the driver as RunControl, a benchmark
+The TUI's only mapping from the core (wizard/setup/) to its screens: it builds what a view
+needs to show and gives it the capabilities it may use (``Effects`` as RunControl, a benchmark
 session, render and write functions). It decides nothing about where the wizard goes.
 """
 
@@ -23,7 +23,7 @@ from gpuwizard.core.selection import Selection
 from gpuwizard.core.version import Version
 from gpuwizard.export.formats import FORMATS, render
 from gpuwizard.export.source import ALREADY_SET_UP, ExportSource
-from gpuwizard.recommend import pinned
+from gpuwizard.recommend import host_pins
 from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.existing import ranked
 from gpuwizard.recommend.os_support import match_os
@@ -33,49 +33,49 @@ from gpuwizard.recommend.table import CompatTable
 from gpuwizard.recommend.target import Target, target_from_facts
 from gpuwizard.runner.files import write_files
 from gpuwizard.screens.benchmark import BenchmarkView
-from gpuwizard.screens.detect import DetectView
+from gpuwizard.screens.choose import ChooseView, Offers
 from gpuwizard.screens.done import DoneView, InstalledDriver
 from gpuwizard.screens.export import ExportView
 from gpuwizard.screens.install import InstallView
-from gpuwizard.screens.reboot import RebootView, RestartQuestionView
-from gpuwizard.screens.recommend import Offers, RecommendView
+from gpuwizard.screens.looking import LookingView
+from gpuwizard.screens.machine import MachineView
+from gpuwizard.screens.reboot import RebootView, RestartedView
 from gpuwizard.screens.refused import RefusedView
 from gpuwizard.screens.resume import ResumeView
 from gpuwizard.screens.review import ReviewView
 from gpuwizard.screens.shell import StageView
 from gpuwizard.screens.verify import VerifyView
-from gpuwizard.screens.waiting import LookingView
 from gpuwizard.setup import flow
-from gpuwizard.setup.driver import SetupDriver
+from gpuwizard.setup.effects import Effects
 from gpuwizard.setup.setups import SetupError, exportable_setup, left_note
 
 DATALOAD_DIR = "/var/tmp"
 """Where the data-loading check writes its scratch files: a disk datasets usually share."""
 
 
-def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView:  # noqa: C901, RET503 - one case per stage
+def view_for(stage: flow.Stage, effects: Effects, ssh_hint: str) -> StageView:  # noqa: C901, RET503 - one case per stage
     match stage:
         case flow.Looking():
             return LookingView()
-        case flow.Showing():
+        case flow.ShowingMachine():
             facts = stage.context.facts
-            findings = assess(facts, driver.table)
+            findings = assess(facts, effects.table)
             gpus = bool(facts.hardware.gpus)
-            return DetectView(facts, findings, can_continue=gpus, set_up=stage.set_up)
+            return MachineView(facts, findings, can_continue=gpus, set_up=stage.set_up)
         case flow.Choosing():
-            return recommend_view(stage, driver)
+            return recommend_view(stage, effects)
         case flow.Reviewing():
             return ReviewView(stage.plan)
         case flow.Installing():
-            return InstallView(stage, driver)
+            return InstallView(stage, effects)
         case flow.Watching():
-            return InstallView(stage, driver, driven_by=stage.holder.describe())
+            return InstallView(stage, effects, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
             come_back = f"{ssh_hint}   then   gpuwizard"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
-            return RebootView(stage.reason, come_back, driver.backend.simulated, mok)
+            return RebootView(stage.reason, come_back, effects.backend.simulated, mok)
         case flow.AskingReboot():
-            return RestartQuestionView(stage.since)
+            return RestartedView(stage.since)
         case flow.Resuming():
             return ResumeView(stage)
         case flow.Verifying():
@@ -85,19 +85,19 @@ def view_for(stage: flow.Stage, driver: SetupDriver, ssh_hint: str) -> StageView
             )
             return VerifyView(report, stage.left, earlier)
         case flow.Benchmarking():
-            return benchmark_view(stage.facts, stage.selection, driver, again=stage.attempt > 0)
+            return benchmark_view(stage.facts, stage.selection, effects, again=stage.attempt > 0)
         case flow.Exporting():
-            return export_view(stage, driver)
+            return export_view(stage, effects)
         case flow.Done():
             summary = list(stage.plan.summary[:3]) if stage.plan else []
             return DoneView(
                 summary,
                 env_path(stage.selection),
-                driver.logs_hint,
+                effects.logs_hint,
                 stage.bench,
                 list(stage.exports),
                 driver=installed_driver(stage.selection, stage.facts),
-                cli_args=driver.backend.cli_args,
+                cli_args=effects.backend.cli_args,
                 left=stage.left,
                 enter=enter_command(stage.selection),
             )
@@ -144,8 +144,8 @@ def env_path(selection: Selection | None) -> str:
     return selection.env.path if selection else DEFAULT_ENV
 
 
-def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
-    table = driver.table
+def recommend_view(stage: flow.Choosing, effects: Effects) -> ChooseView:
+    table = effects.table
     target = target_from_facts(stage.context.facts, table)
 
     @functools.lru_cache(maxsize=512)
@@ -160,7 +160,7 @@ def recommend_view(stage: flow.Choosing, driver: SetupDriver) -> RecommendView:
     usable = tuple(f.env.path for f in fits if f.usable)
     offers = offers_on(table, target, usable)
     here = {f.env.path: f"{f.env.words()}: {f.summary}" for f in fits}
-    return RecommendView(recompute(request), request, recompute, offers, stage.note, here=here)
+    return ChooseView(recompute(request), request, recompute, offers, stage.note, here=here)
 
 
 def offers_on(table: CompatTable, target: Target, usable: tuple[str, ...] = ()) -> Offers:
@@ -194,17 +194,17 @@ def offered_pins(table: CompatTable, target: Target) -> dict[str, tuple[str, ...
         return {"driver_branch": (), "driver_flavour": (), "python": ()}
     os_row = match_os(table, target.os_id or "", target.os_version or "")
     return {
-        "driver_branch": pinned.offered_branches(table, os_row),
+        "driver_branch": host_pins.offered_branches(table, os_row),
         "driver_flavour": ("open", "proprietary"),
-        "python": pinned.offered_pythons(target, os_row),
+        "python": host_pins.offered_pythons(target, os_row),
     }
 
 
 def benchmark_view(
-    facts: HostFacts, selection: Selection | None, driver: SetupDriver, again: bool = False
+    facts: HostFacts, selection: Selection | None, effects: Effects, again: bool = False
 ) -> BenchmarkView:
     """``again``: the person asked to run it once more (r): it starts at once."""
-    backend = driver.backend
+    backend = effects.backend
     gpus = len(facts.hardware.gpus)
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
     spec = BenchSpec(
@@ -229,11 +229,11 @@ def benchmark_view(
     return BenchmarkView(session, about, reference, begin_at_once=again)
 
 
-def export_view(stage: flow.Exporting, driver: SetupDriver) -> ExportView:
+def export_view(stage: flow.Exporting, effects: Effects) -> ExportView:
     source, note = ExportSource(stage.plan, stage.selection, stage.facts), left_note(stage.left)
     if source.already_set_up:  # this run only verified: export the run that set it up
         try:
-            setup = exportable_setup(driver.state_dir)
+            setup = exportable_setup(effects.state_dir)
         except SetupError:
             setup = None
         if setup is not None:

@@ -1,13 +1,13 @@
 """The machine: the one door to it (``host``), what detection reads through that door
 (``detect``, ``dpkgdb``), and here ``Machine``. Nothing here decides what to install or imports
-anything above the pure values (gpuwizard.core).
+anything above the pure values (wizard/core/).
 
 ``Machine`` is one machine, real or simulated, as every front end and command sees it: how to
 look at it, where gpuwizard keeps its state, the environment its tools run in, and how to run a
 Python environment's interpreter there.
 
 The commands that change nothing (bench, export, doctor) need only this, and no root. A front
-end that changes the machine takes a ``Backend`` (gpuwizard.runner.control): this, plus how to
+end that changes the machine takes a ``Backend`` (wizard/runner/control.py): this, plus how to
 start the runner and how to reboot. There is no other machine type.
 """
 

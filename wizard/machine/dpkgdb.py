@@ -1,5 +1,5 @@
 """dpkg's database files: installed packages, holds, and an interrupted dpkg. Pure: detection
-reads the files through the host door (``gpuwizard.machine.detect.installs.read_dpkg``) and hands the
+reads the files through the host door (``read_dpkg`` in wizard/machine/detect/installs.py) and hands the
 text here.
 
 ``/var/lib/dpkg/status`` is what ``dpkg-query``, ``apt-mark showhold`` and ``dpkg --audit``

@@ -1,6 +1,6 @@
 """The only door to the machine: files under a root, commands through a runner, NVML through a probe.
 
-Production code builds one ``Host`` at an entry point (``gpuwizard.machine.detect.local_host``); tests and
+Production code builds one ``Host`` at an entry point (``local_host`` in wizard/machine/detect/__init__.py); tests and
 the simulation build one over a recorded or sandboxed root. Every host path is an absolute path
 on the target (``host.read_text("/etc/os-release")``) joined to ``root``; a path that would leave
 the root is refused. Commands are argv lists, never a shell, run with ``LC_ALL=C``, a fixed

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuwizard.recommend import debian_native
 from gpuwizard.recommend.os_support import OsRelease
-from gpuwizard.recommend.result import DriverPlan, PythonPlan
+from gpuwizard.recommend.result import DriverPick, PythonPick
 from gpuwizard.recommend.rules import DriverOption
 from gpuwizard.recommend.table import CompatTable, TorchRelease
 from gpuwizard.recommend.target import Target
@@ -71,8 +71,8 @@ def changes(
     table: CompatTable,
     target: Target,
     os_row: OsRelease | None,
-    driver: DriverPlan,
-    python: PythonPlan,
+    driver: DriverPick,
+    python: PythonPick,
     release: TorchRelease,
 ) -> tuple[str, ...]:
     out = []
@@ -119,7 +119,7 @@ def changes(
     return tuple(out)
 
 
-def _replacement(target: Target, driver: DriverPlan) -> str:
+def _replacement(target: Target, driver: DriverPick) -> str:
     installed = target.driver
     assert installed is not None
     if installed.branch != driver.branch:
@@ -132,7 +132,7 @@ def _replacement(target: Target, driver: DriverPlan) -> str:
 
 
 def notes(
-    table: CompatTable, target: Target, os_row: OsRelease | None, driver: DriverPlan
+    table: CompatTable, target: Target, os_row: OsRelease | None, driver: DriverPick
 ) -> list[str]:
     out = []
     # An unconfirmed OS row's note is listed with the other UNCONFIRMED facts instead.

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.version import Version, is_version
-from gpuwizard.recommend import debian_native, explain, pinned
+from gpuwizard.recommend import debian_native, explain, host_pins
 from gpuwizard.recommend.os_support import OsRelease, match_os
 from gpuwizard.recommend.ranking import rank
 from gpuwizard.recommend.refusal import refusal_from
@@ -118,7 +118,7 @@ def search(table: CompatTable, target: Target, request: SetupRequest) -> Search:
     ):
         raise BadInput(f"--variant {request.variant!r}: no PyTorch release has that build")
     options = driver_options(table, target, os_row, request)
-    usable = tuple(o for o in options if pinned.allowed(o, request))
+    usable = tuple(o for o in options if host_pins.allowed(o, request))
     installed = target.driver.branch if target.driver else None
     closest: Candidate | None = None
     tried: list[Candidate] = []
@@ -148,11 +148,11 @@ def recommend(
     if refusal := explain.precondition_refusal(table, target):
         return refusal
     os_row = match_os(table, target.os_id or "", target.os_version or "")
-    if why := pinned.pin_refusal(table, target, os_row, request):
+    if why := host_pins.pin_refusal(table, target, os_row, request):
         return Refusal(why, explain.summarise_gpus(target.gpus))
     found = search(table, target, request)
     if found.winner is None:
-        if why := pinned.nothing_allowed(found.options, request, found.os_row):
+        if why := host_pins.nothing_allowed(found.options, request, found.os_row):
             return Refusal(why, explain.summarise_gpus(target.gpus))
         return refusal_from(table, found)
     return explain.recommendation_from(table, found)

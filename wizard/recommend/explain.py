@@ -13,19 +13,19 @@ from collections import Counter
 from gpuwizard.core.gpus import GpuModel
 from gpuwizard.core.version import Version, at_least, variant_cuda
 from gpuwizard.recommend import changes as change_list
-from gpuwizard.recommend import debian_native, pinned, ranking
+from gpuwizard.recommend import debian_native, host_pins, ranking
 from gpuwizard.recommend.os_support import OsRelease, is_guess, match_os
 from gpuwizard.recommend.result import (
     PYTORCH_INDEX,
-    DriverPlan,
+    DriverPick,
     GpuSummary,
-    PythonPlan,
+    PythonPick,
     Recommendation,
     Refusal,
     Rejected,
     Search,
-    ToolkitPlan,
-    TorchPlan,
+    ToolkitPick,
+    TorchPick,
 )
 from gpuwizard.recommend.rules import Candidate, DriverOption, driver_floor_for, failures
 from gpuwizard.recommend.table import CompatTable, Flavor, TorchRelease
@@ -87,7 +87,7 @@ def _is_integrated(table: CompatTable, gpu: GpuModel) -> bool:
     return gpu.is_integrated or (listing is not None and listing.integrated)
 
 
-def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> DriverPlan:
+def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> DriverPick:
     target, option = found.target, winner.driver
     floors = [f for g in target.gpus if (f := driver_floor_for(table, g, option.flavor))]
     cuda = variant_cuda(winner.variant)
@@ -98,7 +98,7 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
     floors += [wheel_floor] if wheel_floor else []
     min_version = max(floors, key=Version.parse) if floors else option.version
     if option.action == "keep" or found.os_row is None:
-        return DriverPlan(
+        return DriverPick(
             option.action,
             option.branch,
             option.version,
@@ -108,7 +108,7 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
             "host" if target.driver_managed_elsewhere else "installed",
         )
     names = change_list.driver_packages(table, target, found.os_row, option)
-    return DriverPlan(
+    return DriverPick(
         option.action,
         option.branch,
         option.version,
@@ -123,23 +123,23 @@ def _driver_plan(table: CompatTable, found: Search, winner: Candidate) -> Driver
     )
 
 
-def _python_plan(target: Target, release: TorchRelease, pin: str | None) -> PythonPlan:
+def _python_plan(target: Target, release: TorchRelease, pin: str | None) -> PythonPick:
     if pin is not None:  # checked by now: the OS has it and the release has wheels for it
-        return PythonPlan(pin, "use_system" if pin == target.python else "install", pinned=True)
+        return PythonPick(pin, "use_system" if pin == target.python else "install", pinned=True)
     low, high = (Version.parse(v) for v in release.python_for(target.arch))
     if target.python and low <= Version.parse(target.python) <= high:
-        return PythonPlan(target.python, "use_system")
+        return PythonPick(target.python, "use_system")
     preferred = min(max(Version.parse(PREFERRED_PYTHON), low), high)
-    return PythonPlan(preferred.text, "install")
+    return PythonPick(preferred.text, "install")
 
 
-def _toolkit_plan(table: CompatTable, found: Search, winner: Candidate) -> ToolkitPlan | None:
+def _toolkit_plan(table: CompatTable, found: Search, winner: Candidate) -> ToolkitPick | None:
     if not found.request.needs_nvcc or found.os_row is None:
         return None
     cuda = variant_cuda(winner.variant)
     major, minor = cuda.split(".")
     names = table.packages[found.os_row.driver_source].toolkit
-    return ToolkitPlan(cuda, tuple(n.format(major=major, minor=minor) for n in names))
+    return ToolkitPick(cuda, tuple(n.format(major=major, minor=minor) for n in names))
 
 
 def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
@@ -154,7 +154,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
         status="ok_after_changes" if changes else "ok",
         gpus=summarise_gpus(target.gpus),
         driver=driver,
-        torch=TorchPlan(
+        torch=TorchPick(
             release.version,
             winner.variant,
             f"{PYTORCH_INDEX}/{winner.variant}",
@@ -173,7 +173,7 @@ def recommendation_from(table: CompatTable, found: Search) -> Recommendation:
 
 
 def reasons(
-    table: CompatTable, found: Search, winner: Candidate, driver: DriverPlan, python: PythonPlan
+    table: CompatTable, found: Search, winner: Candidate, driver: DriverPick, python: PythonPick
 ) -> list[str]:
     target = found.target
     out = [
@@ -246,7 +246,7 @@ def _why_no_supported_branch(table: CompatTable, found: Search, winner: Candidat
     row = found.os_row
     where = row.label if row else "this OS"
     if not supported:
-        offered = ", ".join(f"R{b}" for b in pinned.offered_branches(table, row))
+        offered = ", ".join(f"R{b}" for b in host_pins.offered_branches(table, row))
         return f"{where} offers no supported branch (only {offered}){_newer_release(table, row)}"
     option = supported[0]
     alt = Candidate(winner.torch, winner.variant, winner.build, option, winner.python)
@@ -256,7 +256,7 @@ def _why_no_supported_branch(table: CompatTable, found: Search, winner: Candidat
 
 
 def _driver_reason(
-    table: CompatTable, target: Target, option: DriverOption, plan: DriverPlan
+    table: CompatTable, target: Target, option: DriverOption, plan: DriverPick
 ) -> str:
     if option.action == "keep":
         where = (
@@ -346,7 +346,7 @@ def _driver_rejected(
     table: CompatTable, found: Search, chosen: Candidate, option: DriverOption
 ) -> str:
     """Why a driver option lost: the pins exclude it, a rule fails, or it ranks lower."""
-    if excluded := pinned.excluded_by_pin(option, found.request):
+    if excluded := host_pins.excluded_by_pin(option, found.request):
         return excluded
     target, needs_nvcc = found.target, found.request.needs_nvcc
     alt = Candidate(chosen.torch, chosen.variant, chosen.build, option, chosen.python)
@@ -393,7 +393,7 @@ def _would_not_fit(
 ) -> str:
     """Why an unconfirmed release could not be chosen here even when pinned ("" when it could)."""
     target = found.target
-    options = [o for o in found.options if pinned.allowed(o, found.request)]
+    options = [o for o in found.options if host_pins.allowed(o, found.request)]
     tried = [
         Candidate(release, v, table.build(v, release.version, target.arch), o, python)
         for v in release.builds_for(target.arch) or release.variants

@@ -1,12 +1,12 @@
 """The operating systems gpuwizard supports, on their own: all `detect` needs of compat.yaml.
 
-The table (gpuwizard.recommend.table) holds these rows beside the drivers, CUDA and PyTorch;
+The table (wizard/recommend/table.py) holds these rows beside the drivers, CUDA and PyTorch;
 sizing's OS check needs only them and the date the table was reviewed, and `detect` must stay
 light. So they are read here straight from the compiled table (compat.json, stamped with the
 length and CRC-32 of the YAML it came from), without the whole table's types, decoding or
 cross-checks (the table is checked whole when it is compiled, and a test holds compat.json to
-that). A stale or missing compiled copy falls back to the whole table. This module reads only
-its own files.
+that). A stale or missing compiled copy falls back to the YAML's own OS rows. This module reads
+only its own files, and never imports the table module (which imports it).
 """
 
 from __future__ import annotations
@@ -102,10 +102,7 @@ def load_os_support() -> OsSupport:
     except FileNotFoundError:
         data = None
     if data is None:
-        from gpuwizard.recommend.table import load_table  # the YAML itself: slower, as good
-
-        table = load_table()
-        return OsSupport(table.reviewed, table.operating_systems)
+        data = _yaml_data(text)
     rows = from_jsonable(tuple[OsRelease, ...], data["operating_systems"], "operating_systems")
     return OsSupport(from_jsonable(str, data["reviewed"], "reviewed"), rows)
 
@@ -158,3 +155,14 @@ def is_guess(row: OsRelease, os_id: str, version: str) -> bool:
     return row.version not in (version, major) and Version.parse(version) > Version.parse(
         row.version
     )
+
+
+def _yaml_data(text: str) -> dict[str, Any]:
+    """The YAML itself, for a stale or missing compiled copy: slower, as good for these rows (the
+    table module checks the whole text when it loads it; this module never imports it)."""
+    import yaml
+
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(data, dict):
+        raise ValueError("compat.yaml is not a mapping")
+    return data

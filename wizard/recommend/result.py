@@ -44,7 +44,7 @@ class GpuSummary:
 
 
 @dataclass(frozen=True)
-class DriverPlan:
+class DriverPick:
     action: DriverAction
     branch: str
     version: str
@@ -64,7 +64,7 @@ class DriverPlan:
 
 
 @dataclass(frozen=True)
-class TorchPlan:
+class TorchPick:
     version: str
     variant: str
     index_url: str
@@ -76,7 +76,7 @@ class TorchPlan:
 
 
 @dataclass(frozen=True)
-class PythonPlan:
+class PythonPick:
     version: str
     action: Literal["use_system", "install"]
     pinned: bool = False
@@ -84,7 +84,7 @@ class PythonPlan:
 
 
 @dataclass(frozen=True)
-class ToolkitPlan:
+class ToolkitPick:
     version: str
     packages: tuple[str, ...]
 
@@ -99,10 +99,10 @@ class Rejected:
 class Recommendation:
     status: Literal["ok", "ok_after_changes"]
     gpus: tuple[GpuSummary, ...]
-    driver: DriverPlan
-    torch: TorchPlan
-    python: PythonPlan
-    cuda_toolkit: ToolkitPlan | None
+    driver: DriverPick
+    torch: TorchPick
+    python: PythonPick
+    cuda_toolkit: ToolkitPick | None
     changes: tuple[str, ...]
     reasons: tuple[str, ...]
     rejected: tuple[Rejected, ...]

@@ -103,7 +103,7 @@ class ModelDriverFloor:
 class GpuListing:
     """The first driver release whose NVIDIA list of supported GPUs names a device, per flavour.
 
-    ``tools/check_compat.py`` reads the lists (``gpuwizard.recommend.gpu_lists``) and fails when a
+    ``tools/check_compat.py`` reads the lists (``wizard/recommend/gpu_lists.py``) and fails when a
     row disagrees with them. A driver older than the first listing is not known to support the
     GPU with that flavour; the engine takes it as the GPU's floor.
     """

@@ -3,10 +3,10 @@
     python -I -m gpuwizard.runner.fetch URL DEST (--sha256 HEX | --fingerprint FPR | --unpinned)
                                         [--member NAME] [--dearmor | --armor]
 
-Every download is checked against what gpuwizard's data pins (``gpuwizard.core.pins``), never
+Every download is checked against what gpuwizard's data pins (``wizard/core/download_pins.py``), never
 against a checksum from the same server: ``--sha256`` for a file, ``--fingerprint`` for a
-repository key (exactly one primary key, that one; ``gpuwizard.runner.keycheck``).
-``--unpinned`` is for the files pins.yaml marks UNCONFIRMED: it is downloaded over HTTPS alone,
+repository key (exactly one primary key, that one; ``wizard/runner/keycheck.py``).
+``--unpinned`` is for the files download_pins.yaml marks UNCONFIRMED: it is downloaded over HTTPS alone,
 with a warning; an UNCONFIRMED key (``--unpinned`` with ``--dearmor`` or ``--armor``) must still
 be exactly one primary key. Only ``https://`` is fetched, and a redirect that leaves https is refused. The
 file streams into a private temporary file beside DEST (hashed as it arrives) and is moved into

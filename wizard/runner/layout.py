@@ -1,6 +1,6 @@
 """The runner's contract with its front ends: the files in its state directory and its exit codes.
 
-Kept apart from gpuwizard.runner.session so a front end (the TUI above all) can find, read and
+Kept apart from wizard/runner/session.py so a front end (the TUI above all) can find, read and
 start a run without importing the executor, the steps and pexpect.
 """
 

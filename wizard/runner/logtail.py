@@ -9,7 +9,7 @@ most one frame's worth; older ones become one counted gap. Nothing here keeps a 
 more than a window, a frame and one capped partial line, so memory stays bounded under any flood.
 
 This module must never write to the log, never decode or keep a skipped byte, and never import
-Textual (the widget that uses it lives in gpuwizard.screens).
+Textual (the widget that uses it lives in screens/).
 """
 
 from __future__ import annotations

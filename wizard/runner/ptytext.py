@@ -2,7 +2,7 @@
 
 ``Scrubber`` masks secrets in the byte stream (holding back a tail that may begin one);
 ``Display`` turns raw bytes into display lines: decoded incrementally (a character split across
-reads comes out whole), cleaned by gpuwizard's one sanitiser (``gpuwizard.core.safetext``: escapes,
+reads comes out whole), cleaned by gpuwizard's one sanitiser (``wizard/core/safetext.py``: escapes,
 control and format characters dropped, carriage-return redraws collapsed to what the terminal
 would show), overlong lines wrapped. Pure: no I/O.
 """

@@ -23,7 +23,6 @@ from gpuwizard.core.safetext import one_line
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.machine.host import Host
 from gpuwizard.runner import events as ev
-from gpuwizard.runner.apply import Applier, PersonAnswer
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
@@ -43,6 +42,7 @@ from gpuwizard.runner.lock import (
     process_start_ticks,
     write_run_record,
 )
+from gpuwizard.runner.loop import Applier, PersonAnswer
 from gpuwizard.runner.secrets import SocketSecrets
 from gpuwizard.steps import build_steps
 

@@ -5,7 +5,7 @@ fold of its own. State is level-triggered: replaying events.jsonl from offset 0 
 view as having watched it live, so attaching, reattaching and relaunching are the same code.
 A ``RunStarted`` begins a new invocation of the runner and clears the ending: an old
 ``RebootRequested`` in the history is never the current run's ending. The view never decides
-where the wizard goes next (gpuwizard.setup.flow does, from the journal on disk).
+where the wizard goes next (wizard/setup/flow.py does, from the journal on disk).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class DiskState:
     boot_id: str | None
     """This boot's id, or None when it cannot be read."""
     driven_by: Holder | None = None
-    """Another front end that drives this machine's setup (gpuwizard.setup.lease)."""
+    """Another front end that drives this machine's setup (wizard/setup/lease.py)."""
     btime: int | None = None
     """When this boot began (/proc/stat), the stand-in for an unreadable boot_id."""
 

@@ -4,8 +4,8 @@
 journal, the boot) says where a front end begins, so every launch of either lands on the same
 stage. ``next_stage(stage, answer)`` is the only transition rule: a person's answer (or an
 effect's result, or the run's progress) leads to the next stage and the effects a driver must
-carry out. Front ends show stages (gpuwizard.setup.stages) and turn what happens into answers;
-they decide nothing about where to go. One loop runs it for both (gpuwizard.setup.conduct).
+carry out. Front ends show stages (wizard/setup/stages.py) and turn what happens into answers;
+they decide nothing about where to go. One loop runs it for both (wizard/setup/conduct.py).
 
 The reboot screen can only come from the journal: a reboot it records with a boot id that has
 not changed (``start``, and ``RunEnded`` re-reading the disk). No replayed event leads there.
@@ -45,7 +45,7 @@ from gpuwizard.setup.stages import (
     Resuming,
     Reviewing,
     SetUp,
-    Showing,
+    ShowingMachine,
     Stage,
     Verifying,
     Watching,
@@ -54,7 +54,7 @@ from gpuwizard.setup.stages import (
 
 __all__ = [  # the stages, as the rules' callers name them (flow.Installing)
     "AskingReboot", "AwaitingReboot", "Benchmarking", "Choosing", "Context", "Done", "Exporting",
-    "Following", "Installing", "Looking", "Refused", "Resuming", "Reviewing", "Showing", "Stage",
+    "Following", "Installing", "Looking", "Refused", "Resuming", "Reviewing", "ShowingMachine", "Stage",
     "Verifying", "Watching", "label",
 ]  # fmt: skip
 
@@ -412,11 +412,11 @@ def start(
         why = f"another gpuwizard is setting up this machine: {who}; run this again once it is done"
         return Refused(why, EXIT_FAILED)
     if journal is None:
-        return Showing(context)
+        return ShowingMachine(context)
     if disk.runner == "running":
         return Installing(journal.plan, journal.selection, attach=True, request=request)
     if journal.finished:
-        return Showing(context, SetUp(journal.run_id, journal.updated_at, journal.left))
+        return ShowingMachine(context, SetUp(journal.run_id, journal.updated_at, journal.left))
     if disk.stopped is StopReason.CHANGED:
         return Choosing(context, CHANGED)
     if journal.reboot is not None:
@@ -522,7 +522,7 @@ def next_stage(stage: Stage, answer: Answer) -> Next:  # noqa: C901, RET503 - ex
     match stage:
         case Looking():
             return _after_looking(stage, answer)
-        case Showing():
+        case ShowingMachine():
             if isinstance(answer, Continue):
                 return _stay(Choosing(stage.context))
             if isinstance(answer, Revisit) and stage.set_up is not None:
@@ -621,7 +621,7 @@ def _after_choosing(stage: Choosing, answer: Answer) -> Next:
         case PlanRefused():
             return _stay(Refused(answer.why, answer.code, back=stage, no_gpu=answer.no_gpu))
         case Back():
-            return _stay(Showing(stage.context))
+            return _stay(ShowingMachine(stage.context))
     return _stay(stage)
 
 

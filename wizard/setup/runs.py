@@ -2,10 +2,10 @@
 
 Both front ends (the TUI and ``apply``) launch and follow the runner through here and nowhere
 else. A ``RunFollower`` reads events.jsonl from its start (the run's history first, then what is
-new), folds every event into one ``RunView`` (gpuwizard.runner.view), and says when the runner it
+new), folds every event into one ``RunView`` (wizard/runner/view.py), and says when the runner it
 launched, or found at work, is gone and everything it wrote has been read. A runner gone without
 its own last word is said to be: it never came up (its output is in runner.log), or it stopped
-without one (killed). It never decides where the wizard goes: gpuwizard.setup.flow does.
+without one (killed). It never decides where the wizard goes: wizard/setup/flow.py does.
 """
 
 from __future__ import annotations

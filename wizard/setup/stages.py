@@ -1,6 +1,6 @@
 """The wizard's stages: where a front end is in the setup, and everything it shows there. Pure.
 
-A stage is a value: the state machine (gpuwizard.setup.flow) goes from one to the next, and a
+A stage is a value: the state machine (wizard/setup/flow.py) goes from one to the next, and a
 front end shows the one it is at (the TUI's views render it; ``apply`` prints and answers it).
 The stages that follow a run (``Installing``, ``Watching``, ``Resuming``) hold the run as its
 events fold (``RunView``): the TUI renders that, so what a relaunch shows is what watching live
@@ -69,7 +69,7 @@ class SetUp:
 
 
 @dataclass(frozen=True)
-class Showing:
+class ShowingMachine:
     """The machine at a glance; with ``set_up``, gpuwizard's finished run on it, which can be
     verified, benchmarked or exported again (a relaunch after the install lands here)."""
 
@@ -270,7 +270,7 @@ class Refused:
 
 Stage = (
     Looking
-    | Showing
+    | ShowingMachine
     | Choosing
     | Reviewing
     | Installing
@@ -294,7 +294,7 @@ def label(stage: Stage) -> str:  # noqa: C901, RET503 - one name per stage: asse
     match stage:
         case Looking():
             return "Looking"
-        case Showing():
+        case ShowingMachine():
             return "Machine"
         case Choosing():
             return "Choose"

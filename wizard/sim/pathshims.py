@@ -8,7 +8,7 @@ has none of the hooks below. It gets an environment in which nothing real can ch
   runner's ``Tools.shim`` does, so absolute programs (``/opt/gpuwizard/envs/x/bin/python``) are
   stand-ins too;
 - ``PATH`` is one folder: wrappers for the tools the script itself calls by name (curl, sha256sum
-  and python3 go to ``gpuwizard.sim.script_tools``, systemctl to the shim) and links to a fixed
+  and python3 go to ``wizard/sim/script_tools.py``, systemctl to the shim) and links to a fixed
   list of harmless tools (coreutils, grep, awk, flock); any other name is "command not found";
 - ``GPUWIZARD_ROOT`` is the sandbox root, so every file the script writes lands in the sandbox;
 - ``GPUWIZARD_SANDBOX`` tells the stand-ins which sandbox they play.

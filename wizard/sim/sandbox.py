@@ -88,7 +88,7 @@ class Sandbox:
 
     @property
     def has_dpkg(self) -> bool:
-        """A Debian-family machine: its packages are dpkg's (gpuwizard.sim.machine.SimHost)."""
+        """A Debian-family machine: its packages are dpkg's (``SimHost`` in wizard/sim/machine.py)."""
         return self.path(dpkg.STATUS).is_file()
 
     def json(self, name: str, default: Any) -> Any:

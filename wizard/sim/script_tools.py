@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from gpuwizard.core.pins import pin_for
+from gpuwizard.core.download_pins import pin_for
 from gpuwizard.runner.keycheck import UNPINNED
 from gpuwizard.sim import shim
 from gpuwizard.sim.sandbox import SIM_ENV, Sandbox

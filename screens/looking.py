@@ -1,7 +1,7 @@
 """LookingView: shown while the machine is being looked at (at start-up and after a reboot).
 
 It is the first frame's view: it imports nothing of the flow (the flow, the engine and every
-other view load behind it, off the UI thread: gpuwizard.frontends.app)."""
+other view load behind it, off the UI thread: wizard/frontends/app.py)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
     from gpuwizard.recommend.engine import recommend
     from gpuwizard.recommend.table import load_table
     from gpuwizard.recommend.target import target_from_facts
-    from gpuwizard.screens.recommend import RecommendView
+    from gpuwizard.screens.choose import ChooseView
     from tests.conftest import facts_of
 
     table = load_table()
@@ -70,7 +70,7 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
     def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
         return recommend(table, target, request)
 
-    view = RecommendView(
+    view = ChooseView(
         recompute(SetupRequest()), SetupRequest(), recompute, offers_on(table, target)
     )
     app = ViewHarness(view)

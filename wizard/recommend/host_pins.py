@@ -1,6 +1,6 @@
 """The driver and Python pins against one host: what they allow, and why one cannot be honoured.
 
-``pins.py`` checks a pin against the table alone (a branch gpuwizard knows, a Python some
+``release_pins.py`` checks a pin against the table alone (a branch gpuwizard knows, a Python some
 release ships wheels for), whatever the host. Here the host's OS row and installed driver
 decide: a branch the OS does not offer, a driver the host does not own (WSL, a container), a
 Python neither the OS ships nor its archive packages beside it. Each refusal is one line, the

@@ -1,7 +1,7 @@
-"""RecommendView: the recommendation with its reasons; change a wish and see at once whether it
+"""ChooseView: the recommendation with its reasons; change a wish and see at once whether it
 still fits and why not; the rejected alternatives on demand.
 
-The choices are made from the wishes' declarations (``gpuwizard.core.request``): a select for
+The choices are made from the wishes' declarations (``wizard/core/request.py``): a select for
 each wish offered as a list of values, a text field for each typed one, and one list of
 checkboxes for the rest; a new wish appears here without a change to this view. What a host
 offers for each wish comes from the front end (``Offers``). Reasons quote the machine's facts,
@@ -140,7 +140,7 @@ def _shown(wish: Wish, value: str, default: object) -> str:
     return wish.shown_as.format(value) + (" (default)" if value == default else "")
 
 
-class RecommendView(StageView):
+class ChooseView(StageView):
     """Answers Decided with the request the person settled on, or Back."""
 
     BINDINGS = [
@@ -149,16 +149,16 @@ class RecommendView(StageView):
         Binding("escape,b", "back", "Back"),
     ]
     DEFAULT_CSS = """
-    RecommendView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
-    RecommendView #choices Label { margin-top: 1; text-style: bold; }
-    RecommendView #choices Label.-problem { margin-top: 0; text-style: none; color: $error; }
-    RecommendView #choices Select { width: 100%; }
-    RecommendView #choices Input { width: 100%; }
-    RecommendView #choices SelectionList { height: auto; max-height: 9; border: none; padding: 0; }
-    RecommendView #choices Select:focus > SelectCurrent { border: tall $accent; background-tint: $accent 20%; }
-    RecommendView #choices SelectionList:focus { background-tint: $accent 20%; }
-    RecommendView #choices Label.-focused { color: $accent; }
-    RecommendView #result { padding: 0 1; }
+    ChooseView #choices { width: 34; padding: 0 1; border-right: vkey $primary-darken-2; }
+    ChooseView #choices Label { margin-top: 1; text-style: bold; }
+    ChooseView #choices Label.-problem { margin-top: 0; text-style: none; color: $error; }
+    ChooseView #choices Select { width: 100%; }
+    ChooseView #choices Input { width: 100%; }
+    ChooseView #choices SelectionList { height: auto; max-height: 9; border: none; padding: 0; }
+    ChooseView #choices Select:focus > SelectCurrent { border: tall $accent; background-tint: $accent 20%; }
+    ChooseView #choices SelectionList:focus { background-tint: $accent 20%; }
+    ChooseView #choices Label.-focused { color: $accent; }
+    ChooseView #result { padding: 0 1; }
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Every file a step or an export downloads is pinned in pins.yaml, with its source and date
+"""Every file a step or an export downloads is pinned in download_pins.yaml, with its source and date
 (issues 14 and 19): a download step with no pin fails here."""
 
 from __future__ import annotations
@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.core.download_pins import (
+    UNCONFIRMED,
+    Unpinned,
+    load_pins,
+    pin_for,
+    pip_for,
+    torch_wheels,
+)
 from gpuwizard.core.ops import Download, Fingerprint, NoPin, Sha256
-from gpuwizard.core.pins import UNCONFIRMED, Unpinned, load_pins, pin_for, pip_for, torch_wheels
 from gpuwizard.core.selection import EnvChoice
 from gpuwizard.recommend.table import load_table
 from gpuwizard.runner.fetch import parse

@@ -12,7 +12,7 @@ from gpuwizard.recommend.engine import recommend
 from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
-from gpuwizard.screens.recommend import RecommendView
+from gpuwizard.screens.choose import ChooseView
 from gpuwizard.setup.flow import Decided
 from gpuwizard.setup.plan import make_plan
 from tests.cli.helpers import gpuwizard
@@ -23,13 +23,13 @@ from tests.ui.test_benchmark import text_of
 TABLE = load_table()
 
 
-def view_on(profile: str) -> RecommendView:
+def view_on(profile: str) -> ChooseView:
     target = target_from_facts(facts_of(profile), TABLE)
 
     def recompute(request: SetupRequest):  # type: ignore[no-untyped-def]
         return recommend(TABLE, target, request)
 
-    return RecommendView(
+    return ChooseView(
         recompute(SetupRequest()), SetupRequest(), recompute, offers_on(TABLE, target)
     )
 

@@ -1,4 +1,4 @@
-"""DetectView: the host at a glance, with the sizing findings coloured by severity.
+"""MachineView: the host at a glance, with the sizing findings coloured by severity.
 
 Every value here was read from the machine: each cell is plain text (``plain``), never markup."""
 
@@ -89,7 +89,7 @@ def findings_table(findings: tuple[Finding, ...]) -> Table:
     return table
 
 
-class DetectView(StageView):
+class MachineView(StageView):
     """Answers Continue (only when there is a GPU to set up); on a machine gpuwizard set up,
     also Revisit: verify, benchmark or export that setup again."""
 
@@ -100,8 +100,8 @@ class DetectView(StageView):
         Binding("e", "revisit('export')", "Export"),
     ]
     DEFAULT_CSS = """
-    DetectView #detect-body { padding: 0 1; }
-    DetectView .section { margin-top: 1; text-style: bold; color: $accent; }
+    MachineView #detect-body { padding: 0 1; }
+    MachineView .section { margin-top: 1; text-style: bold; color: $accent; }
     """
 
     def __init__(

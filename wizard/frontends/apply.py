@@ -1,6 +1,6 @@
-"""``gpuwizard apply``: the one loop of gpuwizard.setup.conduct, answered from the flags.
+"""``gpuwizard apply``: the one loop of wizard/setup/conduct.py, answered from the flags.
 
-The TUI and this front end share the start rule, every transition, the driver and the loop;
+The TUI and this front end share the start rule, every transition, the effects and the loop;
 this one only prints and answers (``Script``): it always goes on (Continue), decides what the
 flags ask for, approves the plan when ``--yes`` is given or a person types y, runs every step at
 once, answers the runner's secret from a flag or a terminal, and confirms a reboot only with
@@ -30,7 +30,7 @@ from gpuwizard.runner.journal import PASSED_STATES
 from gpuwizard.runner.view import RunView, Stopped, told_by
 from gpuwizard.setup import flow
 from gpuwizard.setup.conduct import conduct
-from gpuwizard.setup.driver import SetupDriver
+from gpuwizard.setup.effects import Effects
 from gpuwizard.setup.plan import Replay, has_work
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REBOOT = 0, 1, 2, 10
@@ -160,14 +160,14 @@ class Script:
 
     def __init__(
         self,
-        driver: SetupDriver,
+        effects: Effects,
         request: ApplyRequest,
         out: TextIO,
         ask: Callable[[str], str] = getpass.getpass,
         has_tty: Callable[[], bool] = lambda: sys.stdin.isatty(),
         ask_line: Callable[[str], str] = input,
     ) -> None:
-        self.driver = driver
+        self.effects = effects
         self.request = request
         self.out = out
         self.ask = ask
@@ -180,14 +180,14 @@ class Script:
         self.said: set[str] = set()
         """What was said once already (following a runner, continuing a run, ...)."""
         self.prompted: ev.PromptShown | None = None
-        self.name = driver.backend.name
+        self.name = effects.backend.name
 
     # ------------------------------------------------------------------------ the front end
     def show(self, stage: flow.Stage) -> None:
         """Says once where a setup that began here before stands, and whom it follows."""
         if not self.picked_up and not isinstance(stage, flow.Looking):
             self.picked_up = True
-            if self.driver.disk().journal is not None:
+            if self.effects.disk().journal is not None:
                 self.out.write(f"==> where it stands: {flow.label(stage)}\n")
         match stage:
             case flow.Installing(attach=True) if self.once("attached"):
@@ -217,7 +217,7 @@ class Script:
 
     def decide(self, stage: flow.Stage) -> flow.Answer | int | None:  # noqa: C901 - one case per stage
         match stage:
-            case flow.Showing():
+            case flow.ShowingMachine():
                 return flow.Continue()
             case flow.Choosing():
                 if stage.note:
@@ -288,15 +288,15 @@ class Script:
         if isinstance(ending, Stopped) and ending.reason is StopReason.NO_RUNNER:
             return self.runner_did_not_start()
         if isinstance(ending, Stopped) and ending.reason is StopReason.CRASHED:
-            log = self.driver.state_dir / "runner.log"
+            log = self.effects.state_dir / "runner.log"
             self.out.write(f"==> stopped: {ending.why}\n    (the runner's output is in {log})\n")
         return EXIT_FAILED
 
     def watched(self) -> int | None:
         """Another front end drives: follow its run, decide nothing, end as it ended."""
-        if self.driver.runs.running() or self.driver.driven_elsewhere():
+        if self.effects.runs.running() or self.effects.driven_elsewhere():
             return None
-        journal = self.driver.disk().journal  # how it stands now, whoever made it so
+        journal = self.effects.disk().journal  # how it stands now, whoever made it so
         if journal is not None and journal.reboot is not None:
             return EXIT_REBOOT
         return EXIT_DONE if journal is not None and journal.finished else EXIT_FAILED
@@ -324,7 +324,7 @@ class Script:
             return flow.CancelStep()
 
     def finished_steps(self) -> set[str]:
-        journal = self.driver.disk().journal
+        journal = self.effects.disk().journal
         steps = journal.steps if journal is not None else ()
         return {r.id for r in steps if r.state in PASSED_STATES or r.state == "awaiting_reboot"}
 
@@ -341,7 +341,7 @@ class Script:
                 )
 
     def runner_did_not_start(self) -> int:
-        log = self.driver.state_dir / "runner.log"
+        log = self.effects.state_dir / "runner.log"
         self.out.write(f"The runner ended without reporting; its output is in {log}:\n")
         try:
             tail = log.read_text(errors="replace").splitlines()[-10:]
@@ -362,7 +362,7 @@ class Script:
 
     def how_to_reboot(self) -> str:
         """In a simulation, how to reboot the simulated machine: never this one's `sudo reboot`."""
-        if not self.driver.backend.simulated:
+        if not self.effects.backend.simulated:
             return "Reboot when ready (sudo reboot), log in again and run the same command to continue.\n"
         without = " without --dry-run" if self.request.dry_run else ""
         return (
@@ -425,13 +425,13 @@ def apply(backend: Backend, request: ApplyRequest, out: TextIO = sys.stdout) -> 
     replay = (
         Replay(request.answers, request.accept_changes, request.force) if request.answers else None
     )
-    driver = SetupDriver(
+    effects = Effects(
         backend, replay, command="gpuwizard apply", drive=not request.dry_run, front_end="apply",
         back_after_reboot=False,
     )  # fmt: skip
     # Wishes given on the command line insist: a run in progress made from others is refused.
     first = flow.Looking(request.setup, insists=True, rebooted=request.rebooted)
     try:
-        return conduct(driver, Script(driver, request, out), first, (flow.Detect(),))
+        return conduct(effects, Script(effects, request, out), first, (flow.Detect(),))
     finally:
-        driver.close()
+        effects.close()

@@ -1,8 +1,8 @@
 """The one impure piece of the core: it carries out the state machine's effects on a machine.
 
 Every effect is quick or blocks on I/O only (detection, a file lock, a process start); the runner
-does the work in its own process, launched and followed through the driver's ``RunFollower``
-(gpuwizard.setup.runs). The one loop (gpuwizard.setup.conduct) hands it each effect the flow asks
+does the work in its own process, launched and followed through its ``RunFollower``
+(wizard/setup/runs.py). The one loop (wizard/setup/conduct.py) hands it each effect the flow asks
 for and feeds the answer back to ``next_stage``; front ends never plan, prepare or launch alone.
 """
 
@@ -56,7 +56,7 @@ POLL_S = 0.05
 GONE_WITH_THE_MACHINE = frozenset({StopReason.REBOOT, StopReason.CRASHED})
 
 
-class SetupDriver:
+class Effects:
     """One machine (real or simulated) as the core drives it."""
 
     def __init__(

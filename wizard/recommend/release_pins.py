@@ -6,7 +6,7 @@ Python 3.10), is bad input with one line naming the value, whatever the host.
 The form of every wish is its declaration's to check (``core.request``); this module adds what
 the table knows. Used for the command line (named by flag: ``--torch``) and for answers files
 (named by key: ``request.torch``) alike; pins that exist but do not fit a host are the engine's
-business (a refusal, exit 3: ``pinned.py`` and the rules), not this module's.
+business (a refusal, exit 3: ``host_pins.py`` and the rules), not this module's.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What every download must be: the pinned checksums, key fingerprints, pip versions, torch wheel
-hashes and base-image digests, read from ``pins.yaml`` and ``torch-hashes/`` beside this module.
+hashes and base-image digests, read from ``download_pins.yaml`` and ``torch-hashes/`` beside this module.
 
 Steps ask here for the pin of each file they download (``pin_for``); the runner's gpuwizard-fetch
 and the exported scripts then check the file against it. A download with no entry is a
@@ -26,11 +26,11 @@ _FINGERPRINT = re.compile(r"[0-9A-F]{40}|[0-9A-F]{64}")
 
 
 class Unpinned(LookupError):
-    """A download gpuwizard's data has no entry for: add one to pins.yaml, with its source."""
+    """A download gpuwizard's data has no entry for: add one to download_pins.yaml, with its source."""
 
 
 class PinsError(ValueError):
-    """pins.yaml or a torch hashes file is malformed; the message names the entry."""
+    """download_pins.yaml or a torch hashes file is malformed; the message names the entry."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def _pin(entry: dict[str, Any], where: str) -> Pin:
 
 @functools.cache
 def load_pins() -> Pins:
-    data = yaml.safe_load((data_dir() / "pins.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((data_dir() / "download_pins.yaml").read_text(encoding="utf-8"))
     downloads = tuple(_pin(e, f"downloads[{i}]") for i, e in enumerate(data["downloads"]))
     pips = tuple(PipPin(**e) for e in data["pip"])
     images = data["images"]
@@ -130,7 +130,9 @@ def pin_for(url: str, arch: str | None = None) -> Pin:
     for pin in load_pins().downloads:
         if pin.matches(url, arch):
             return pin
-    raise Unpinned(f"no pin for {url}{f' ({arch})' if arch else ''} in gpuwizard's pins.yaml")
+    raise Unpinned(
+        f"no pin for {url}{f' ({arch})' if arch else ''} in gpuwizard's download_pins.yaml"
+    )
 
 
 def pip_for(python: str) -> PipPin:
