@@ -19,6 +19,7 @@ import pytest
 
 from gpuwizard.core.codec import to_jsonable
 from gpuwizard.core.paths import STATE_DIR
+from gpuwizard.frontends import cli
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.machine.detect.recording import recorded_host
 from tests.realhost.conftest import gpuwizard, one_line
@@ -123,8 +124,46 @@ def test_apply_without_root_is_refused_before_anything(
 def test_apply_dry_run_needs_no_root(unprivileged_home: tuple[Path, int], has_gpu: bool) -> None:
     home, uid = unprivileged_home
     done = gpuwizard(home, "apply", "--dry-run", as_uid=uid)
+    if Path(STATE_DIR).exists():  # root's state (0700): one line (the test below)
+        return
     assert done.returncode in ((0, 3) if has_gpu else (3,))
     assert "run it as root" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["apply --dry-run", "export --format answers -o out.yaml"])
+def test_a_state_root_left_is_one_line_to_another_user(
+    unprivileged_home: tuple[Path, int], command: str
+) -> None:
+    """Only where this machine has one (a run as root made it, 0700): CI's fresh machine has none."""
+    home, uid = unprivileged_home
+    if not Path(STATE_DIR).exists() or os.geteuid() != 0:
+        pytest.skip(f"no state of root's in {STATE_DIR} here")
+    done = gpuwizard(home, *command.split(), as_uid=uid)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"gpuwizard: cannot read gpuwizard's state in {STATE_DIR}")
+
+
+def test_a_state_another_user_owns_is_one_line(unprivileged_home: tuple[Path, int]) -> None:
+    home, uid = unprivileged_home
+    if os.geteuid() != 0:
+        pytest.skip("a folder the user cannot read needs another owner: run the tests as root")
+    state = home / "state"  # the home is the user's: the folder in it is root's, 0700
+    state.mkdir(mode=0o700)
+    code = (
+        "import sys; from pathlib import Path; from gpuwizard.frontends import cli\n"
+        "try:\n    cli.check_state_readable(Path(sys.argv[1]))\n"
+        "except cli.UsageError as error:\n    print(error)"
+    )
+    user = ("setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups")
+    done = subprocess.run(
+        [*user, sys.executable, "-c", code, str(state)], capture_output=True, text=True, cwd=home
+    )
+    assert done.stdout == (
+        f"cannot read gpuwizard's state in {state} (permission denied; it is root's): "
+        "use sudo, or try --simulate PROFILE\n"
+    )
+    cli.check_state_readable(state)  # root reads it: nothing to say
+    cli.check_state_readable(home / "missing")  # nothing there yet: nothing to say
 
 
 def test_doctor_says_what_it_could_check(tmp_path: Path, has_gpu: bool) -> None:

@@ -3,7 +3,7 @@
 Every bad input ends in one line on stderr and exit 2, never a traceback. Heavy imports (the
 TUI, pynvml) happen inside the subcommand that needs them, so ``gpuwizard detect --json`` stays
 fast and never loads Textual. Everything printed passes through gpuwizard's one sanitiser
-(``gpuwizard.core.safetext``): facts, logs and answers files reach the terminal without escapes.
+(``wizard/core/safetext.py``): facts, logs and answers files reach the terminal without escapes.
 """
 
 from __future__ import annotations
@@ -230,6 +230,18 @@ def backend_for(args: argparse.Namespace) -> Backend:
     return real_backend()
 
 
+def check_state_readable(state: Path) -> None:
+    """A setup's state another user made here (root's, 0700) cannot be read: say so in one line,
+    before a plan is made without the runs it records."""
+    import os
+
+    if state.exists() and not os.access(state, os.R_OK | os.X_OK):
+        raise UsageError(
+            f"cannot read gpuwizard's state in {state} (permission denied; it is root's): "
+            "use sudo, or try --simulate PROFILE"
+        )
+
+
 REBOOT_COMMAND = ("systemctl", "reboot")
 
 
@@ -303,9 +315,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
         answers=answers, accept_changes=args.accept_changes, secrets=given_secrets(args),
         force=args.force or os.environ.get("GPUWIZARD_FORCE") == "1",
     )  # fmt: skip
-    backend = backend_for(args)
-    if not backend.simulated and not args.dry_run:
+    if simulated_profile(args) is None and not args.dry_run:
         require_root("installing changes the system: run it as root (sudo gpuwizard apply ...)")
+    backend = backend_for(args)
+    if not backend.simulated:
+        check_state_readable(backend.state_dir)
     try:
         return apply(backend, request, out=sys.stdout)  # the cleaned stream, as it is now
     except ApplyError as error:
@@ -383,8 +397,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     if request.pinned and args.config is not None:
         raise UsageError("--config gives every choice; drop the other choice flags")
     answers = read_answers(args.config) if args.config is not None else None
+    machine = machine_for(args)
+    if not machine.simulated:  # the setup it exports is the one the state records
+        check_state_readable(machine.state_dir)
     try:
-        return run_export(args, machine_for(args), answers, request)
+        return run_export(args, machine, answers, request)
     except ExportUsageError as error:
         if error.code == EXIT_BAD_INPUT:
             raise UsageError(str(error)) from None
