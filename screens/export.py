@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, SelectionList, Static
 
+from gpuwizard.core.machine_words import counted
 from gpuwizard.core.safetext import clean
 from gpuwizard.export.formats import ExportFile
 from gpuwizard.export.source import ExportError
@@ -168,7 +169,7 @@ class ExportView(StageView):
             return
         self.written = [str(p) for p in paths]
         where = paths[0].parent if paths else folder
-        lines = plain(f"Wrote {len(paths)} file(s) to {where}:\n", "bold green")
+        lines = plain(f"Wrote {counted(len(paths), 'file')} to {where}:\n", "bold green")
         lines.append(*part("  " + "  ".join(p.name for p in paths)))
         for line in skipped:
             lines.append(*part(f"\nnot written: {line}", "yellow"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
 from gpuwizard.core.kernels import headers_gone
+from gpuwizard.core.machine_words import counted
 from gpuwizard.core.ops import Command
 from gpuwizard.core.plan import Action, Target
 from gpuwizard.core.selection import Selection
@@ -81,7 +82,8 @@ class LoadNvidiaDriver:
             nvml = facts.boot.nvml
             count = len(nvml.gpus) if isinstance(nvml, NvmlOk) else 0
             return Check(
-                True, f"driver R{self.branch} loaded without a reboot: NVML sees {count} GPU(s)"
+                True,
+                f"driver R{self.branch} loaded without a reboot: NVML sees {counted(count, 'GPU')}",
             )
         nvml = facts.boot.nvml
         why = nvml.reason if not isinstance(nvml, NvmlOk) else f"NVML reports {nvml.driver_version}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpuwizard.core.facts import HostFacts, judge_boot
 from gpuwizard.core.isolation import ISOLATED
+from gpuwizard.core.machine_words import counted
 from gpuwizard.core.ops import Command
 from gpuwizard.core.paths import VERIFY_REPORT
 from gpuwizard.core.plan import Action, Target
@@ -54,7 +55,7 @@ class VerifyTorch:
             return Check(False, "verified in an earlier boot; checking again")
         if not report.ok:
             return Check(False, "; ".join(report.problems) or "verification failed")
-        return Check(True, f"torch {report.torch} works on {len(report.devices)} GPU(s)")
+        return Check(True, f"torch {report.torch} works on {counted(len(report.devices), 'GPU')}")
 
     def plan(self, facts: HostFacts) -> tuple[Action, ...]:
         return () if self.check(facts).satisfied else self.probe()

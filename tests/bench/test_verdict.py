@@ -208,7 +208,7 @@ def test_a_run_cut_off_before_its_results_is_found_and_a_finished_one_is_not(
     assert found is not None and found.folder == newest and len(found.results) == 1
     assert (
         "started 2026-12-04 22:31" in found.sentence()
-        and "tf32 on 1 GPU(s) 1,234 img/s" in found.sentence()
+        and "tf32 on 1 GPU 1,234 img/s" in found.sentence()
     )
     (newest / "results.json").write_text("{}")
     assert last_interrupted(tmp_path) is None, "the newest run finished: nothing was cut off"

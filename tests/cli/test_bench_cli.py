@@ -72,7 +72,7 @@ def test_bench_in_an_environment_without_torch_says_why(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (("--modes", "fp64"), "--modes 'fp64': unknown mode 'fp64' (choose from fp32, tf32, amp-fp16, amp-bf16)"),
-        (("--gpus", "9"), "--gpus 9: this machine has 8 GPU(s)"),
+        (("--gpus", "9"), "--gpus 9: this machine has 8 GPUs"),
         (("--batch-size", "0"), "--batch-size 0: must be 1 or more"),
         (("--gpus", "two"), "argument --gpus: invalid int value: 'two'"),
     ],

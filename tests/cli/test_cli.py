@@ -142,7 +142,7 @@ def test_capture_host_writes_a_recording(capsys, tmp_path):
         "--description",
         "a T4",
     )
-    assert code == 0 and "recorded 1 GPU(s)" in out
+    assert code == 0 and "recorded 1 GPU" in out
     assert json.loads((tmp_path / "rec" / "profile.json").read_text())["description"] == "a T4"
 
 

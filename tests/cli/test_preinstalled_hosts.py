@@ -91,10 +91,10 @@ def test_doctor_on_the_h200_microvm_reports_the_gpus_health_with_numbers(
     findings = {f["check"]: f for f in json.loads(out)["findings"]}
     assert code == 0
     expected = {
-        "ecc": "ECC on (1 of 1 GPU(s)): 0 uncorrectable volatile, 0 aggregate; 0 rows remapped, none pending",
-        "pcie": "PCIe links at Gen5 x16 of Gen5 x16 (1 GPU(s))",
-        "persistence": "Persistence mode on (1 of 1 GPU(s))",
-        "clocks": "Clocks not held down: no power cap, thermal or hardware slowdown (1 GPU(s), 1 idle)",
+        "ecc": "ECC on (1 of 1 GPU): 0 uncorrectable volatile, 0 aggregate; 0 rows remapped, none pending",
+        "pcie": "PCIe links at Gen5 x16 of Gen5 x16 (1 GPU)",
+        "persistence": "Persistence mode on (1 of 1 GPU)",
+        "clocks": "Clocks not held down: no power cap, thermal or hardware slowdown (1 GPU, 1 idle)",
         "torch-env": "torch 2.11.0+cu130 in /opt/torch/.venv: CUDA 13.0 on driver 580.159.04 (CUDA 13.0), sm_90 covered",
         "cuda-versions": "CUDA: driver 13.0, toolkit none, torch 13.0",
     }

@@ -207,7 +207,7 @@ CASES = [
     pytest.param(V100, same, torch("2.14.1+cu130", "13.0"), check_torch_gpus, "problem",
                  ["V100", "sm_70", "no kernel image is available", "cu126"], id="torch-gpus: cu130 has no Volta kernels"),
     # pcie
-    pytest.param(H200, same, same, check_pcie, "ok", ["PCIe links at Gen5 x16 of Gen5 x16 (2 GPU(s))"], id="pcie: healthy"),
+    pytest.param(H200, same, same, check_pcie, "ok", ["PCIe links at Gen5 x16 of Gen5 x16 (2 GPUs)"], id="pcie: healthy"),
     pytest.param(SICK, same, same, check_pcie, "problem", ["0000:47:00.0: x8 of x16", "reseat"], id="pcie: x8 of x16"),
     pytest.param(H200, link("2.5 GT/s PCIe", 16), same, check_pcie, "warn", ["idle", "under load"], id="pcie: slower at idle warns only"),
     # xid
@@ -218,9 +218,9 @@ CASES = [
     pytest.param(H200, same, lambda seen: dataclasses.replace(seen, kernel_log=None, unread=("kernel log: dmesg: read kernel buffer failed: Operation not permitted",)),
                  check_xids, "unknown", ["Operation not permitted", "sudo gpuwizard doctor"], id="xid: kernel log unreadable"),
     # ecc
-    pytest.param(H200, same, same, check_ecc, "ok", ["ECC on (2 of 2 GPU(s)): 0 uncorrectable volatile, 0 aggregate; 0 rows remapped, none pending",
+    pytest.param(H200, same, same, check_ecc, "ok", ["ECC on (2 of 2 GPUs): 0 uncorrectable volatile, 0 aggregate; 0 rows remapped, none pending",
                                                      "No uncorrectable ECC errors"], id="ecc: healthy"),
-    pytest.param(V100, same, same, check_ecc, "ok", ["ECC on (4 of 4 GPU(s))", "no page retirement pending", "pages retired 0 single-bit / 0 double-bit"],
+    pytest.param(V100, same, same, check_ecc, "ok", ["ECC on (4 of 4 GPUs)", "no page retirement pending", "pages retired 0 single-bit / 0 double-bit"],
                  id="ecc: healthy Volta retires pages"),
     pytest.param(SICK, same, same, check_ecc, "problem", ["row remap waits for a reset", "nvidia-smi -r -i 4"], id="ecc: pending row remap"),
     pytest.param(H200, lambda f: with_gpus(f, index=1, ecc_uncorrected_aggregate=3), same, check_ecc, "warn", ["3 uncorrectable", "lifetime"], id="ecc: old uncorrectable errors warn"),
@@ -235,13 +235,13 @@ CASES = [
     pytest.param(H200, nvswitches(), same, check_fabric_manager, "problem",
                  ["Fabric Manager not installed", "nvidia-fabricmanager-570", "system not yet initialized"], id="fabric-manager: not installed"),
     pytest.param(H200, nvswitches("570.133.20-1", enabled=True, state="completed"), same, check_fabric_manager, "ok",
-                 ["Fabric Manager 570.133.20 enabled; 2 GPU(s) in the fabric"], id="fabric-manager: healthy"),
+                 ["Fabric Manager 570.133.20 enabled; 2 GPUs in the fabric"], id="fabric-manager: healthy"),
     pytest.param(H200, nvswitches("570.124.06-1", enabled=True, state="completed"), same, check_fabric_manager, "problem",
                  ["Fabric Manager 570.124.06 does not match driver 570.133.20", "exactly"], id="fabric-manager: another version"),
     pytest.param(H200, nvswitches("570.133.20-1", enabled=False, state="completed"), same, check_fabric_manager, "problem",
                  ["not enabled", "systemctl enable --now nvidia-fabricmanager"], id="fabric-manager: not enabled"),
     pytest.param(H200, nvswitches("570.133.20-1", enabled=True, state="in-progress"), same, check_fabric_manager, "problem",
-                 ["2 GPU(s) not in the NVLink fabric", "GPU 0: fabric in-progress", "fabricmanager.log"], id="fabric-manager: GPUs not joined"),
+                 ["2 GPUs not in the NVLink fabric", "GPU 0: fabric in-progress", "fabricmanager.log"], id="fabric-manager: GPUs not joined"),
     # out-of-memory: the guide's remedies with this machine's numbers
     pytest.param(H200, same, lambda seen: dataclasses.replace(seen, bench=BENCH), check_out_of_memory, "ok",
                  ["Nothing here ran out", "batch 384 per GPU fits"], id="out-of-memory: none, benchmark fits shown"),

@@ -65,7 +65,7 @@ async def test_files_in_the_folder_are_replaced_only_after_a_yes(tmp_path: Path)
         await pilot.press("w")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: "Wrote 2 file(s)" in status(app))
+        await until(pilot, lambda: "Wrote 2 files" in status(app))
         assert (tmp_path / "script.txt").read_text() == "new script\n"
 
 
@@ -73,7 +73,7 @@ async def test_a_new_folder_is_written_without_a_question(tmp_path: Path) -> Non
     app = ViewHarness(view(tmp_path / "new"))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("w")
-        await until(pilot, lambda: "Wrote 2 file(s)" in status(app))
+        await until(pilot, lambda: "Wrote 2 files" in status(app))
         assert not isinstance(app.screen, ConfirmScreen)
 
 

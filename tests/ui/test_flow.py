@@ -103,7 +103,7 @@ async def test_the_whole_flow_detect_choose_review_install_reboot_resume_verify_
         await pilot.press(*str(home / "exported"), "enter")  # typed, then enter writes
         written = view_of(pilot).written  # type: ignore[attr-defined]
         status = str(view_of(pilot).query_one("#export-status", Static).content)
-        assert f"Wrote 6 file(s) to {home / 'exported'}" in status and "cloud-init.yaml" in status
+        assert f"Wrote 6 files to {home / 'exported'}" in status and "cloud-init.yaml" in status
         assert {Path(p).name for p in written} == {"deploy.sh", "Dockerfile", "docker-host.md", "answers.yaml", "playbook.yml", "cloud-init.yaml.gz"}  # fmt: skip
         await pilot.press("c")
         await until(pilot, shows(pilot, DoneView))

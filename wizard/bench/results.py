@@ -26,6 +26,7 @@ from gpuwizard.bench.protocol import (
 from gpuwizard.bench.references import mode_class
 from gpuwizard.bench.verdict import Verdict
 from gpuwizard.core.codec import to_jsonable
+from gpuwizard.core.machine_words import counted
 
 RESULTS_SCHEMA = 1
 
@@ -195,7 +196,8 @@ class Interrupted:
     def sentence(self) -> str:
         started = _stamp_words(self.folder.name)
         done = "; ".join(
-            f"{r.mode} on {r.world_size} GPU(s) {r.images_per_s:,.0f} img/s" for r in self.results
+            f"{r.mode} on {counted(r.world_size, 'GPU')} {r.images_per_s:,.0f} img/s"
+            for r in self.results
         )
         measured = f" It had measured: {done}." if done else " It had measured nothing yet."
         return (

@@ -26,6 +26,11 @@ HYPERVISORS = {
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 
 
+def counted(count: int, noun: str) -> str:
+    """ "1 GPU", "4 GPUs": a count with its noun, never "GPU(s)"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def human_bytes(size: int) -> str:
     """Decimal units, as disks are sold, three significant digits: "275 GB", "332 MB", "3.84 TB"."""
     value, unit = float(size), 0

@@ -97,5 +97,5 @@ def describe(step: StepPlan) -> str:
     elif step.needs_reboot:
         parts.append("takes effect after the reboot")
     if not parts and found.commands:
-        parts.append(f"runs {len(found.commands)} command(s)")
+        parts.append(f"runs {len(found.commands)} command{'' if len(found.commands) == 1 else 's'}")
     return "; ".join(parts) or "nothing to do"

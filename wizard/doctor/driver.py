@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpuwizard.core.facts import HostFacts, NvmlOk, NvmlUnavailable
 from gpuwizard.core.hints import find
+from gpuwizard.core.machine_words import counted
 from gpuwizard.core.version import at_least, is_version, kernel_sort_key
 from gpuwizard.doctor.findings import Finding
 from gpuwizard.doctor.observed import Observed
@@ -177,7 +178,7 @@ def check_driver(facts: HostFacts, seen: Observed, table: CompatTable) -> Findin
         return Finding(
             "driver",
             "problem",
-            f"{title}: {len(missing)} GPU(s) missing",
+            f"{title}: {counted(len(missing), 'GPU')} missing",
             f"The driver answers for {len(nvml.gpus)} of {len(facts.hardware.gpus)} GPUs; "
             f"{', '.join(missing)} is on the PCI bus but not in NVML.",
             "Look for Xid 79 (fallen off the bus) or a legacy-driver message in the kernel log "
@@ -189,7 +190,7 @@ def check_driver(facts: HostFacts, seen: Observed, table: CompatTable) -> Findin
         "driver",
         "ok",
         title,
-        f"The driver answers for all {len(nvml.gpus)} GPU(s).",
+        f"The driver answers for {'the GPU' if len(nvml.gpus) == 1 else f'all {len(nvml.gpus)} GPUs'}.",
         evidence=(f"driver {nvml.driver_version}", f"CUDA {nvml.cuda_driver_version}"),
     )
 
@@ -370,7 +371,7 @@ def check_persistence(facts: HostFacts, seen: Observed, table: CompatTable) -> F
         return Finding(
             "persistence",
             "ok",
-            f"Persistence mode on ({len(evidence)} of {len(nvml.gpus)} GPU(s))",
+            f"Persistence mode on ({len(evidence)} of {counted(len(nvml.gpus), 'GPU')})",
             "The driver stays initialised between programs.",
             evidence=evidence[:4],
             source="NVML (nvidia-smi -q: Persistence Mode)",

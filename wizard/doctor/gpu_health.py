@@ -10,6 +10,7 @@ until Fabric Manager, at exactly the driver's version, has joined every GPU to t
 from __future__ import annotations
 
 from gpuwizard.core.facts import HostFacts, NvmlGpu, NvmlOk
+from gpuwizard.core.machine_words import counted
 from gpuwizard.doctor.driver import driver_installed, driver_version, gpus_here, on_the_host
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import Observed
@@ -94,7 +95,8 @@ def check_clocks(facts: HostFacts, seen: Observed, table: CompatTable) -> Findin
         return Finding(
             "clocks",
             "ok",
-            f"Clocks not held down: no power cap, thermal or hardware slowdown ({len(read)} GPU(s), {idle} idle)",
+            "Clocks not held down: no power cap, thermal or hardware slowdown "
+            f"({counted(len(read), 'GPU')}, {idle} idle)",
             "Nothing limits the GPUs' clocks now; an idle GPU runs slow clocks on purpose.",
             evidence=evidence,
             source=CLOCKS_SOURCE,
@@ -198,7 +200,7 @@ def check_fabric_manager(facts: HostFacts, seen: Observed, table: CompatTable) -
         return Finding(
             "fabric-manager",
             "problem",
-            f"{len(unjoined)} GPU(s) not in the NVLink fabric",
+            f"{counted(len(unjoined), 'GPU')} not in the NVLink fabric",
             "Fabric Manager runs but has not joined every GPU to the fabric: CUDA programs fail "
             'on them ("system not yet initialized").',
             on_the_host(
@@ -214,7 +216,7 @@ def check_fabric_manager(facts: HostFacts, seen: Observed, table: CompatTable) -
     return Finding(
         "fabric-manager",
         "ok",
-        f"Fabric Manager {package[1].split('-', 1)[0]} enabled; {joined} GPU(s) in the fabric",
+        f"Fabric Manager {package[1].split('-', 1)[0]} enabled; {counted(joined, 'GPU')} in the fabric",
         "Fabric Manager matches the driver and runs; the NVSwitch fabric is set up.",
         evidence=evidence,
         source=FABRIC_SOURCE,

@@ -8,6 +8,7 @@ own fault reports. ECC and row remapping come from NVML. Pure.
 from __future__ import annotations
 
 from gpuwizard.core.facts import Gpu, HostFacts, NvmlGpu, NvmlOk
+from gpuwizard.core.machine_words import counted
 from gpuwizard.doctor.driver import gpus_here, on_the_host
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import Observed
@@ -74,7 +75,7 @@ def _full_links(facts: HostFacts, by_bus: dict[str, NvmlGpu], count: int) -> str
     """The ok title: the link all GPUs trained at, with the numbers."""
     words = {w for g in facts.hardware.gpus if (w := link_words(g, by_bus.get(g.pci.address)))}
     said = words.pop() if len(words) == 1 else "full width and speed"
-    return f"PCIe links at {said} ({count} GPU(s))"
+    return f"PCIe links at {said} ({counted(count, 'GPU')})"
 
 
 def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding | None:
@@ -90,7 +91,7 @@ def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
     slow = [text for narrower, slower, text in states if slower and not narrower]
     if narrow:
         return Finding(
-            "pcie", "problem", f"PCIe link narrower than it can be on {len(narrow)} GPU(s)",
+            "pcie", "problem", f"PCIe link narrower than it can be on {counted(len(narrow), 'GPU')}",
             "A link trained with fewer lanes than both ends support moves data to and from the "
             "GPU at a fraction of its speed.",
             on_the_host(facts, "Power off, reseat the card (and its riser or cable), and check the "
@@ -100,7 +101,7 @@ def check_pcie(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
         )  # fmt: skip
     if slow:
         return Finding(
-            "pcie", "warn", f"PCIe link slower than its maximum on {len(slow)} GPU(s)",
+            "pcie", "warn", f"PCIe link slower than its maximum on {counted(len(slow), 'GPU')}",
             "The link runs below its top speed; GPUs lower it at idle to save power, so this "
             "matters only if it stays low under load.",
             "Check while training: nvidia-smi -q -d PCI (Link Gen Current); if it stays low, "
@@ -146,7 +147,7 @@ def check_xids(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding 
         "xid",
         severity,
         f"Xid {code} on {pci}: {meaning.meaning}",
-        f"The driver reported Xid {code} ({meaning.meaning}) {len(first)} time(s) on {pci}.{also}",
+        f"The driver reported Xid {code} ({meaning.meaning}) {counted(len(first), 'time')} on {pci}.{also}",
         meaning.fix,
         evidence,
         XID_SOURCE,
@@ -177,13 +178,13 @@ def _memory_trouble(gpu: NvmlGpu) -> tuple[Severity, str, str] | None:
     if gpu.ecc_uncorrected_volatile:
         return (
             "problem",
-            f"GPU {gpu.index}: {gpu.ecc_uncorrected_volatile} uncorrectable ECC error(s) since the last reset",
+            f"GPU {gpu.index}: {counted(gpu.ecc_uncorrected_volatile, 'uncorrectable ECC error')} since the last reset",
             f"{reset[0].upper()}{reset[1:]}; if they return, plan service.",
         )
     if gpu.ecc_uncorrected_aggregate:
         return (
             "warn",
-            f"GPU {gpu.index}: {gpu.ecc_uncorrected_aggregate} uncorrectable ECC error(s) in its lifetime",
+            f"GPU {gpu.index}: {counted(gpu.ecc_uncorrected_aggregate, 'uncorrectable ECC error')} in its lifetime",
             "Watch it (nvidia-smi -q -d ECC); plan service if the count grows.",
         )
     if gpu.ecc_enabled is False:
@@ -233,7 +234,7 @@ def _healthy_title(gpus: list[NvmlGpu]) -> str:
     else:
         repairs = "no repair counters"
     return (
-        f"ECC on ({on} of {len(gpus)} GPU(s)): {volatile} uncorrectable volatile, "
+        f"ECC on ({on} of {counted(len(gpus), 'GPU')}): {volatile} uncorrectable volatile, "
         f"{aggregate} aggregate; {repairs}"
     )
 
@@ -249,10 +250,10 @@ def check_ecc(facts: HostFacts, seen: Observed, table: CompatTable) -> Finding |
     troubles = [t for g in reporting if (t := _memory_trouble(g))]
     if not troubles:
         remapped = sum(g.remapped_rows_correctable or 0 for g in reporting)
-        note = f"; {remapped} row(s) remapped after correctable errors" if remapped else ""
+        note = f"; {counted(remapped, 'row')} remapped after correctable errors" if remapped else ""
         return Finding(
             "ecc", "ok", _healthy_title(reporting),
-            f"No uncorrectable ECC errors and no pending repairs on {len(reporting)} GPU(s){note}.",
+            f"No uncorrectable ECC errors and no pending repairs on {counted(len(reporting), 'GPU')}{note}.",
             evidence=tuple(_memory_counters(g) for g in reporting[:4]), source=NVML_SOURCE,
         )  # fmt: skip
     worst = sorted(troubles, key=lambda t: t[0] != "problem")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gpuwizard.core.facts import HostFacts, Nic
 from gpuwizard.core.hints import KnownError, find
+from gpuwizard.core.machine_words import counted
 from gpuwizard.doctor.findings import Finding, Severity
 from gpuwizard.doctor.observed import BenchFits, LogText, Observed
 from gpuwizard.recommend.table import CompatTable
@@ -88,7 +89,9 @@ def check_out_of_memory(facts: HostFacts, seen: Observed, table: CompatTable) ->
     hits = _hits(seen.logs, "cuda-oom")
     fits = _fit_lines(seen.bench)
     if not hits:
-        read = f"{len(seen.logs)} log(s) read" if seen.logs else "no failed step or named log"
+        read = (
+            f"{counted(len(seen.logs), 'log')} read" if seen.logs else "no failed step or named log"
+        )
         return Finding(
             "out-of-memory", "ok", "No out-of-memory errors",
             f"Nothing here ran out of GPU memory ({read}); if your training does, run "

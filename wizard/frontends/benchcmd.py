@@ -21,6 +21,7 @@ from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.isolation import ISOLATED
+from gpuwizard.core.machine_words import counted
 from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.recommend.existing import best_torch_env
@@ -111,7 +112,7 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     detected = len(facts.hardware.gpus)
     gpus = detected if args.gpus is None else args.gpus
     if not 0 <= gpus <= detected:
-        raise BenchUsageError(f"--gpus {gpus}: this machine has {detected} GPU(s)")
+        raise BenchUsageError(f"--gpus {gpus}: this machine has {counted(detected, 'GPU')}")
     if args.batch_size is not None and args.batch_size < 1:
         raise BenchUsageError(f"--batch-size {args.batch_size}: must be 1 or more")
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)

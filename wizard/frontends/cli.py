@@ -432,6 +432,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    from gpuwizard.core.machine_words import counted
     from gpuwizard.machine.detect.capture import capture_host
 
     directory: Path = args.directory
@@ -444,7 +445,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"capture-host: {directory}: {error.strerror or error}") from None
     where = facts.os.pretty_name if facts.os else "an unknown OS"
-    print(f"recorded {len(facts.hardware.gpus)} GPU(s) on {where} into {directory}")
+    print(f"recorded {counted(len(facts.hardware.gpus), 'GPU')} on {where} into {directory}")
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuwizard.core.facts import HostFacts, NvmlOk
-from gpuwizard.core.machine_words import infiniband_count, platform_words
+from gpuwizard.core.machine_words import counted, infiniband_count, platform_words
 from gpuwizard.recommend.os_support import OsRows, is_guess, match_os
 
 Severity = Literal["ok", "info", "warning", "error"]
@@ -188,7 +188,7 @@ def check_pcie(facts: HostFacts) -> Finding | None:
     return Finding(
         "pcie",
         "warning",
-        f"PCIe link below maximum on {len(degraded)} GPU(s)",
+        f"PCIe link below maximum on {counted(len(degraded), 'GPU')}",
         f"{degraded[0].pci.address}: x{link.width_current} {link.speed_current} of "
         f"x{link.width_max} {link.speed_max}; reseat the card or check the riser",
     )
