@@ -151,26 +151,28 @@ class QuitScreen(ModalScreen[bool]):
     QuitScreen > Vertical { width: 70; height: auto; border: thick $primary; padding: 1 2; background: $surface; }
     """
 
-    def __init__(self, running: bool, paused: bool = False) -> None:
-        """``running``: a step runs now; ``paused``: a run waits between steps for a go-ahead."""
+    def __init__(self, running: bool, paused: bool = False, command: str = "gpuwizard") -> None:
+        """``running``: a step runs now; ``paused``: a run waits between steps for a go-ahead;
+        ``command``: what to run again (``gpuwizard --simulate PROFILE`` on a simulated host)."""
         super().__init__()
         self.running = running
         self.paused = paused
+        self.command = command
 
     def compose(self) -> ComposeResult:
         if self.running:
             text = (
                 "A step is running. It continues in the background: closing this window or losing "
-                "the SSH connection does not stop it.\n\nRun `gpuwizard` again to follow it and "
+                f"the SSH connection does not stop it.\n\nRun `{self.command}` again to follow it and "
                 "continue."
             )
         elif self.paused:
             text = (
                 "The install is paused between steps: nothing runs now, and the finished steps "
-                "stay done.\n\nRun `gpuwizard` again to continue with the next step."
+                f"stay done.\n\nRun `{self.command}` again to continue with the next step."
             )
         else:
-            text = "Nothing is running. Run `gpuwizard` again to continue where you left off."
+            text = f"Nothing is running. Run `{self.command}` again to continue where you left off."
         with Vertical():
             yield Static(text)
             yield Static("\nq quit · Esc stay")

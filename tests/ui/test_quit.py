@@ -47,6 +47,8 @@ async def test_quit_asks_while_the_install_is_paused_from_the_key_and_the_palett
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitScreen))
         assert app.screen.paused  # type: ignore[attr-defined]
+        # the way back names the simulated server: `gpuwizard` alone would open another machine
+        assert app.screen.command == "gpuwizard --simulate h100x8-ubuntu2204-fresh"  # type: ignore[attr-defined]
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.shell)
         await app.run_action("quit")  # what the command palette's Quit runs

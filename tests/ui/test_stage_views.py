@@ -162,3 +162,23 @@ def no_gpu() -> MachineView:
 def test_the_view_looks_right(snap_compare, name: str, size) -> None:  # type: ignore[no-untyped-def]
     view = {"done-simulated": done_simulated, "detect-no-gpu": no_gpu}[name]()
     assert snap_compare(ViewHarness(view, sub_title=f"SIMULATION: {PROFILE}"), terminal_size=size)
+
+
+@pytest.mark.parametrize("machine", ["simulated", "real"])
+async def test_the_reboot_view_says_the_command_that_comes_back_to_this_machine(
+    machine: str, request: pytest.FixtureRequest
+) -> None:
+    """On a simulated server, `gpuwizard` alone would open another machine: the way back names
+    the profile; on the real one it is the bare command (noticed at stop 33)."""
+    backend: Backend = request.getfixturevalue(machine)
+    done, _ = set_up("580.178.04")
+    assert done.plan is not None and done.selection is not None
+    stage = flow.AwaitingReboot(done.plan, done.selection, "reboot", "the driver loads at boot")
+    view = view_for(stage, Effects(backend), "ssh admin@t4")
+    app = ViewHarness(view)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        text = shown_text(app.export_screenshot())
+    again = f"gpuwizard --simulate {PROFILE}" if machine == "simulated" else "gpuwizard"
+    way_back = [line.strip() for line in text.splitlines() if "then   gpuwizard" in line]
+    assert way_back == [f"ssh admin@t4   then   {again}"]

@@ -196,7 +196,8 @@ class GpuWizardApp(App[str]):
             return
         if isinstance(self.screen, QuitScreen):
             return
-        ask = QuitScreen(running=state == "running", paused=state == "paused")
+        command = " ".join(("gpuwizard", *self.backend.cli_args))
+        ask = QuitScreen(running=state == "running", paused=state == "paused", command=command)
         self.push_screen(ask, lambda leave: self.exit("") if leave else None)
 
     async def action_quit(self) -> None:

@@ -71,7 +71,8 @@ def view_for(stage: flow.Stage, effects: Effects, ssh_hint: str) -> StageView:  
         case flow.Watching():
             return InstallView(stage, effects, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
-            come_back = f"{ssh_hint}   then   gpuwizard"
+            again = " ".join(("gpuwizard", *effects.backend.cli_args))
+            come_back = f"{ssh_hint}   then   {again}"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
             return RebootView(stage.reason, come_back, effects.backend.simulated, mok)
         case flow.AskingReboot():
