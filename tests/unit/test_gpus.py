@@ -109,6 +109,9 @@ def test_an_unknown_name_finds_nothing():
         ("Tesla V100-SXM2-16GB", "1db1"),
         ("NVIDIA GeForce RTX 4090", "2684"),
         ("NVIDIA H200 NVL", "233b"),
+        ("NVIDIA H200", "2335"),  # the SXM board (shared/hosts/h200-vm: 0x233510DE), not the NVL
+        ("NVIDIA H100 80GB HBM3", "2330"),  # H100 SXM5 80GB: the most words in common
+        ("NVIDIA H100 PCIe", "2331"),
         ("Tesla T4", "1eb8"),
     ],
 )

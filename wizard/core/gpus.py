@@ -286,10 +286,27 @@ def model_for_name(name: str) -> GpuModel | None:
     model number alone (the first word with a digit) decides, if all its models share one
     architecture.
     """
+    words = set(_normalise(name).split())
     found = find_models(name)
     if not found:
         number = next((w for w in _normalise(name).split() if any(c.isdigit() for c in w)), None)
         found = find_models(number) if number else ()
-    if found and len({m.compute_capability for m in found}) == 1:
-        return found[0]
+    fitting = [m for m in found if _same_form(words, m)] or list(found)
+    if fitting and len({m.compute_capability for m in fitting}) == 1:
+        return max(fitting, key=lambda m: len(words & set(_normalise(m.name).split())))
     return None
+
+
+_FORMS = ("nvl", "pcie", "sxm")
+
+
+def _forms(words: set[str]) -> set[str]:
+    return {form for form in _FORMS for word in words if word.startswith(form)}
+
+
+def _same_form(words: set[str], model: GpuModel) -> bool:
+    """The driver names the PCIe and NVL boards so ("NVIDIA H100 PCIe", "NVIDIA H200 NVL"); a
+    name without a form factor is the SXM board ("NVIDIA H200" is 10de:2335, H200 SXM 141GB:
+    ../shared/hosts/h200-vm), never the NVL one that merely shares its words."""
+    form = _forms(words)
+    return _forms(set(_normalise(model.name).split())) <= (form or {"sxm"})
