@@ -87,10 +87,12 @@ class StageShell(Screen[None]):
         self.view = view
         await box.mount(view)
         # As a screen does on showing (AUTO_FOCUS): the view's choice, else its first focusable
-        # widget, else the view.
+        # widget, else the view. Not scrolled to: before its first layout Textual cannot tell the
+        # widget is in view and centres it, which put the first choice's label above the top of
+        # Choose at 80x24; a view shows from its top.
         chosen = list(view.query(view.FIRST_FOCUS)) if view.FIRST_FOCUS else []
         focusable = [widget for widget in [*chosen, *view.query("*")] if widget.focusable]
-        (focusable[0] if focusable else view).focus()
+        (focusable[0] if focusable else view).focus(scroll_visible=False)
         settle_garbage(self.call_after_refresh)
 
 

@@ -1,14 +1,21 @@
-"""The Recommend screen offers the CUDA builds that work on this machine, explains the others
+"""The Choose screen offers the CUDA builds that work on this machine, explains the others
 without offering them, and a chosen build reaches the core as the request's variant."""
 
 from __future__ import annotations
 
-from textual.widgets import Select
+from pathlib import Path
+
+from textual.containers import VerticalScroll
+from textual.widgets import Label, Select
 
 from gpuwizard.core.request import wish_named
+from gpuwizard.frontends.app import GpuWizardApp
 from gpuwizard.recommend.result import Recommendation
+from gpuwizard.screens.choose import ChooseView
+from gpuwizard.screens.machine import MachineView
 from gpuwizard.setup.flow import Decided
-from tests.ui.pilots import ViewHarness
+from gpuwizard.sim.backend import sim_backend
+from tests.ui.pilots import ViewHarness, shows, until
 from tests.ui.test_benchmark import text_of
 from tests.ui.test_snapshots import recommend_view
 
@@ -85,3 +92,22 @@ async def test_keeping_the_installed_driver_is_offered_only_where_one_is_install
         await pilot.pause()
     decided = app.answers[-1]
     assert isinstance(decided, Decided) and decided.request.keep_driver
+
+
+async def test_choose_shows_from_its_top_with_the_first_choice_focused_and_labelled(
+    home: Path,
+) -> None:
+    """At 80x24 on the default H100 server the choices overflow; the first focus once scrolled
+    them by two rows (Textual centres a widget focused before its first layout), hiding the first
+    label. The view shows from its top, its first choice focused and named."""
+    app = GpuWizardApp(sim_backend("h100x8-ubuntu2204-fresh", home=home / "gpuwizard"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, shows(pilot, MachineView))
+        await pilot.press("enter")
+        await until(pilot, shows(pilot, ChooseView))
+        await pilot.pause(0.3)
+        box = app.screen.query_one("#choices", VerticalScroll)
+        assert box.max_scroll_y > 0  # the premise: the choices overflow at 80x24
+        assert box.scroll_y == 0
+        first = box.query(Label).first()
+        assert str(first.content).startswith("▸ ") and app.focused is box.query(Select).first()
