@@ -40,6 +40,8 @@ def test_bench_runs_in_the_environment_the_wizard_built(installed: Path) -> None
         "results.json",
         "results.md",
     }
+    (ddp,) = [line for line in (saved / "worker.log").read_text().splitlines() if "DDP" in line]
+    assert ddp.endswith("--batch-fitted amp-bf16=256")  # the one-GPU run's batch, reused
 
 
 def test_bench_on_one_gpu_with_chosen_modes(installed: Path) -> None:
