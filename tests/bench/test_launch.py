@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpuwizard.bench import protocol as bp
-from gpuwizard.bench.launch import WORKER, BenchJob, BenchSpec, phases, results_dir
+from gpuwizard.bench.launch import WORKER, BenchJob, BenchSpec, fitted_args, phases, results_dir
 from gpuwizard.bench.results import save
 
 STREAMS = Path(__file__).with_name("streams")
@@ -212,3 +212,34 @@ def test_a_run_stopped_before_any_compared_mode_says_it_stopped_first(tmp_path: 
     assert summary.cancelled
     assert summary.verdict.headline.startswith("Stopped before the end: nothing that ran was")
     assert "Stopped before the end" in summary.results_md.read_text()
+
+
+# ---------------------------------------------------------------- the one-GPU batch, reused (issue 27 §3)
+
+
+def one_gpu_result(mode: bp.Mode, batch: int, world_size: int = 1) -> bp.Result:
+    return bp.Result(
+        mode=mode, world_size=world_size, batch_size=batch, images_per_s=1.0, per_gpu=1.0,
+        step_ms=1.0, samples=5, memory_mib=1,
+    )  # fmt: skip
+
+
+def test_the_ddp_run_starts_its_batch_search_at_the_one_gpu_runs_batch_of_its_mode() -> None:
+    single, ddp = phases(BenchSpec(python=("py",), gpus=8))
+    assert (single.reuses, ddp.reuses) == (None, "amp-bf16")
+    events = [one_gpu_result("amp-fp16", 512), one_gpu_result("amp-bf16", 256)]
+    assert fitted_args(single, events) == ()
+    assert fitted_args(ddp, events) == ("--batch-fitted", "amp-bf16=256")
+
+
+def test_nothing_is_reused_without_a_one_gpu_result_or_when_the_batch_was_given() -> None:
+    _, ddp = phases(BenchSpec(python=("py",), gpus=8))
+    assert fitted_args(ddp, [one_gpu_result("amp-fp16", 512)]) == ()  # amp-bf16 did not run
+    assert fitted_args(ddp, [one_gpu_result("amp-bf16", 256, world_size=8)]) == ()
+    _, given = phases(BenchSpec(python=("py",), gpus=8, batch_size=128))
+    assert given.reuses is None and fitted_args(given, [one_gpu_result("amp-bf16", 256)]) == ()
+
+
+def test_the_cpu_ddp_check_reuses_its_mode_too() -> None:
+    _, ddp = phases(BenchSpec(python=("py",), gpus=0, modes=("fp32", "amp-bf16")), cpus=2)
+    assert fitted_args(ddp, [one_gpu_result("fp32", 8)]) == ("--batch-fitted", "fp32=8")

@@ -302,6 +302,50 @@ def test_batch_candidates(
     assert candidates == sorted(candidates, reverse=True) and candidates[-1] in (1, 8, 48)
 
 
+def test_a_mode_starts_its_search_at_the_batch_its_memory_class_fitted() -> None:
+    """fp32 and tf32 store the same bytes per image, as do amp-fp16 and amp-bf16; FP32 and AMP
+    never share a batch (AMP's would not fit in FP32, FP32's would waste AMP's memory)."""
+    plan = load_worker().batch_plan
+    h200 = 143771
+    assert plan(None, "tf32", h200, 224, {})[0] == 256, "nothing fitted yet: the guess"
+    assert plan(None, "tf32", h200, 224, {"fp32": 64}) == [64, 32, 16, 8, 4, 2, 1]
+    assert plan(None, "amp-fp16", h200, 224, {"amp": 256})[0] == 256
+    assert plan(None, "amp-bf16", h200, 224, {"fp32": 64})[0] == 512, "not across FP32 and AMP"
+    assert plan(48, "tf32", h200, 224, {"fp32": 64}) == [48], "a given size is used as is"
+
+
+def test_the_search_after_a_backoff_skips_the_sizes_that_did_not_fit() -> None:
+    """The saving: fp32 backed off twice; tf32 then tries only the size that fitted."""
+    worker = load_worker()
+    fitted: dict[str, int] = {}
+    tried: dict[str, list[int]] = {}
+    for mode in ("fp32", "tf32"):
+        chosen, _, calls = search(worker.batch_plan(None, mode, 40960, 224, fitted), fits_up_to=40)
+        fitted[worker.MEMORY_CLASSES[mode]] = chosen
+        tried[mode] = [int(c.split()[1]) for c in calls if c.startswith("try")]
+    assert tried == {"fp32": [128, 64, 32], "tf32": [32]}
+
+
+@pytest.mark.slow
+def test_batch_fitted_starts_the_search_there(torch_python: str, tmp_path: Path) -> None:
+    at = TINY.index("--batch-size")
+    tiny = TINY[:at] + TINY[at + 2 :]
+    argv = [torch_python, str(WORKER), "--device", "cpu", "--modes", "fp32", *tiny]
+    run = run_worker([*argv, "--batch-fitted", "fp32=2"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    (result,) = run.of(Result)
+    assert result.batch_size == 2  # not the CPU's 8
+    assert "fp32: the batch search starts at 2, fitted before" in run.stderr
+
+
+def test_batch_fitted_takes_mode_equals_size() -> None:
+    worker = load_worker()
+    args = worker.parse_args(["--batch-fitted", "amp-bf16=256", "--batch-fitted", "fp32=64"])
+    assert args.batch_fitted == [("amp-bf16", 256), ("fp32", 64)]
+    with pytest.raises(SystemExit):
+        worker.parse_args(["--batch-fitted", "fp64=8"])
+
+
 def test_gpus_before_ampere_skip_tf32_and_bf16() -> None:
     skip_reason = load_worker().skip_reason
     assert "this GPU is 7.0" in skip_reason("amp-bf16", "cuda", (7, 0))

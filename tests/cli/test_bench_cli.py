@@ -40,6 +40,8 @@ def test_bench_runs_in_the_environment_the_wizard_built(installed: Path) -> None
         "results.json",
         "results.md",
     }
+    (ddp,) = [line for line in (saved / "worker.log").read_text().splitlines() if "DDP" in line]
+    assert ddp.endswith("--batch-fitted amp-bf16=256")  # the one-GPU run's batch, reused
 
 
 def test_bench_on_one_gpu_with_chosen_modes(installed: Path) -> None:
@@ -49,6 +51,23 @@ def test_bench_on_one_gpu_with_chosen_modes(installed: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "amp-bf16 on 1 GPU: " in done.stdout
     assert "DDP" not in done.stdout and "dataset disk" not in done.stdout
+
+
+def test_json_keeps_stdout_to_the_json_while_stderr_shows_each_sample(installed: Path) -> None:
+    done = gpuwizard(
+        installed, "--simulate", "h100x8-ubuntu2204-fresh", "bench", "--json", "--gpus", "1",
+        "--modes", "tf32,amp-bf16", "--no-dataload",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("{") and done.stdout.rstrip().endswith("}")
+    results = json.loads(done.stdout)  # nothing but the JSON
+    for result in results["results"]:
+        mode, batch, samples = result["mode"], result["batch_size"], result["samples"]
+        live = [line for line in done.stderr.splitlines() if line.startswith(f"  {mode}, batch ")]
+        assert len(live) == samples >= 5
+        assert live[0].startswith(f"  {mode}, batch {batch}: 1 sample, ")
+        assert live[-1].startswith(f"  {mode}, batch {batch}: {samples} samples, ")
+        assert all(" img/s now, " in line and line.endswith(" s elapsed") for line in live)
 
 
 def test_bench_in_an_environment_without_torch_says_why(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ Run: python -m tests.perf [--json PATH] [--quick] [--torch-python PATH]
 On a shared machine an absolute time means little; a ratio to an anchor measured minutes apart
 on the same CPUs means more. Anchors: `python -m torch.utils.collect_env` for detection (needs a
 Python with torch), a bare Textual app's first frame, Textual's stock Log fed line by line, a
-bare pexpect read loop, a bare training loop. The flood rows have absolute targets (key answer,
-memory, reattach). Prints figures and asserts nothing; a row whose anchor cannot run here says so.
+bare pexpect read loop, a bare training loop, a fixed 300-step benchmark run. The flood rows have
+absolute targets (key answer, memory, reattach). Prints figures and asserts nothing; a row whose
+anchor cannot run here says so.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import bench_detect  # noqa: E402
 import bench_flood  # noqa: E402
 import bench_pty  # noqa: E402
 import bench_tui  # noqa: E402
+import bench_verdict_time  # noqa: E402
 import bench_worker_overhead  # noqa: E402
 
 
@@ -172,6 +174,40 @@ def harness(torch_python: str | None, runs: int) -> list[Row]:
     ]
 
 
+def verdict_time(torch_python: str | None, runs: int) -> list[Row]:
+    figures = ("CPU benchmark: time to a verdict, stopping rule vs 300 fixed steps",
+               "CPU benchmark: its figure, stopping rule vs 300 fixed steps")  # fmt: skip
+    python = bench_detect.torch_python(torch_python)
+    if python is None:
+        missing = "no Python with torch here: set GPUWIZARD_TORCH_PYTHON"
+        return [
+            Row(figures[0], 0.0, None, "s", None, "shorter", None, missing),
+            Row(figures[1], 0.0, None, "img/s", None, "<= 2% apart", None, missing),
+        ]
+    measured = bench_verdict_time.measure(python, runs)
+    rule_s, long_s = median([m.rule_s for m in measured]), median([m.long_s for m in measured])
+    ours = median([m.rule_figures["fp32"] for m in measured])
+    anchor = median([m.long_figures["fp32"] for m in measured])
+    apart = median([m.worst_apart_percent for m in measured])
+    real = measured[-1].real_default
+    target = bench_verdict_time.TARGET_PERCENT
+    return [
+        Row(
+            figures[0], rule_s, long_s, "s", long_s / rule_s, "shorter (x faster)", rule_s < long_s,
+            f"samples at the stop {[m.rule_samples['fp32'] for m in measured]} of at most "
+            f"{bench_verdict_time.default_limit('cpu')}; a real default run took "
+            f"{real.finished_s:.1f} s ({real.figures['fp32']:.1f} img/s); resnet18 64px batch 16 "
+            f"fp32, 1 thread, {runs} run(s)",
+        ),
+        Row(
+            figures[1], ours, anchor, "img/s", ours / anchor, f"<= {target:.0f}% apart",
+            apart <= target,
+            f"apart {', '.join(f'{m.worst_apart_percent:.1f}%' for m in measured)}; the default "
+            "run is the long run's stream cut where the rule stops it (same minutes, same CPUs)",
+        ),
+    ]  # fmt: skip
+
+
 def flood(megabytes: int) -> list[Row]:
     result = bench_flood.measure(megabytes)
     live, again = result["live"], result["reattach"]
@@ -289,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         ("log ingest", lambda: ingest(100)),
         ("runner", lambda: runner(100, 2 if args.quick else 3)),
         ("harness", lambda: harness(args.torch_python, 2 if args.quick else 4)),
+        ("verdict time", lambda: verdict_time(args.torch_python, 1 if args.quick else 2)),
         ("flood 200 MB", lambda: flood(200)),
         *([] if args.quick else [("flood 1 GB", lambda: flood(1000))]),
     ]

@@ -156,7 +156,7 @@ async def test_a_worker_that_backs_off_then_dies_says_so(out: Path) -> None:
             await pilot.pause(0.05)
         verdict = text_of(app, "#verdict")
         assert "killed by signal 9" in verdict
-        assert "amp-fp16: batch 512 did not fit; the largest that did was used" in verdict
+        assert "amp-fp16: batch 512 did not fit; backed off to 256" in verdict
         assert screen.results == []  # type: ignore[attr-defined]
         await pilot.press("r")
     assert app.answers == [Again()]

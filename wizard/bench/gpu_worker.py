@@ -34,7 +34,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,10 @@ SCHEMA = 1
 MODES = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 AMP_DTYPES = {"amp-fp16": "float16", "amp-bf16": "bfloat16"}
 CPU_MODES = ("fp32", "amp-bf16")
+MEMORY_CLASSES = {"fp32": "fp32", "tf32": "fp32", "amp-fp16": "amp", "amp-bf16": "amp"}
+"""Modes that store the same bytes per image share a batch size: TF32 changes how FP32 matmuls
+round, not what is stored, and float16 and bfloat16 activations are both two bytes. FP32 and AMP
+never share one: AMP's activations take half the memory, so its batch would not fit in FP32."""
 MIB = 2**20
 CHUNK_BYTES = 4 * MIB
 """Sequential read size of the disk test."""
@@ -82,6 +86,9 @@ class Run:
     world_size: int
     backend: str | None
     events: Events
+    fitted: dict[str, int] = field(default_factory=dict)
+    """The batch size found per memory class (MEMORY_CLASSES) in this run or given by
+    ``--batch-fitted``: a later mode of that class starts its search there."""
 
     @property
     def device_type(self) -> str:
@@ -100,6 +107,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--modes", type=parse_modes, default=MODES, help="comma-separated")
     parser.add_argument("--batch-size", type=parse_batch_size, default=None, help="auto or N")
+    parser.add_argument(
+        "--batch-fitted", type=parse_fitted, action="append", default=[], metavar="MODE=N",
+        help="a batch an earlier run of the same model fitted in MODE on this GPU type: the "
+        "search for MODE's memory class starts there instead of at the memory-based guess",
+    )  # fmt: skip
     parser.add_argument("--image-size", type=positive, help="default 224 on cuda, 64 on cpu")
     parser.add_argument("--model", choices=("resnet50", "resnet18"), default="resnet50")
     parser.add_argument("--warmup", type=non_negative, help="default 10 on cuda, 2 on cpu")
@@ -139,6 +151,13 @@ def parse_batch_size(text: str) -> int | None:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected auto or a positive integer, got {text!r}")
     return int(text)
+
+
+def parse_fitted(text: str) -> tuple[str, int]:
+    mode, _, size = text.partition("=")
+    if mode not in MODES or not size.isdigit() or int(size) < 1:
+        raise argparse.ArgumentTypeError(f"expected MODE=N (N a positive integer), got {text!r}")
+    return mode, int(size)
 
 
 def positive(text: str) -> int:
@@ -241,7 +260,8 @@ def start_run(torch: Any, args: argparse.Namespace, device_type: str, events: Ev
             report_error(events, None, "distributed", error)
             return None
     torch.backends.cudnn.benchmark = True
-    return Run(torch, args, device, world_size, backend, events)
+    fitted = {MEMORY_CLASSES[mode]: size for mode, size in args.batch_fitted}
+    return Run(torch, args, device, world_size, backend, events, fitted)
 
 
 def started_fields(run: Run, torchvision_version: str) -> dict[str, Any]:
@@ -384,14 +404,22 @@ def choose_batch_size(run: Run, mode: str, model: Any, trial_step: TrainStep) ->
     def report_oom(batch: int, smaller: int | None) -> None:
         run.events.emit("oom", mode=mode, batch_size=batch, next=smaller)
 
-    return search_batch_size(
-        batch_candidates(run.args.batch_size, mode, device_memory_mib(run), run.args.image_size),
+    candidates = batch_plan(
+        run.args.batch_size, mode, device_memory_mib(run), run.args.image_size, run.fitted
+    )
+    if run.args.batch_size is None and MEMORY_CLASSES[mode] in run.fitted:
+        sys.stderr.write(f"{mode}: the batch search starts at {candidates[0]}, fitted before\n")
+    chosen = search_batch_size(
+        candidates,
         try_step=lambda batch: trial_step(*synthetic_batch(run, batch)),
         oom_error=run.torch.cuda.OutOfMemoryError,
         agree=lambda fits: agree_all(run, fits),
         release=release,
         on_oom=report_oom,
     )
+    if chosen is not None and run.args.batch_size is None:
+        run.fitted[MEMORY_CLASSES[mode]] = chosen
+    return chosen
 
 
 def build_model(run: Run) -> Any:
@@ -475,6 +503,18 @@ def batch_candidates(
     while top * 2 <= min(budget, 1024):
         top *= 2
     return [top >> shift for shift in range(top.bit_length())]
+
+
+def batch_plan(
+    requested: int | None, mode: str, memory_mib: int, image_size: int, fitted: dict[str, int]
+) -> list[int]:
+    """The sizes to try for a mode: the one asked for; else halvings of the size a mode of the
+    same memory class fitted before (it still gets its trial step, so a DDP rank that runs out
+    of memory backs off with the others instead of stranding a collective); else the guess."""
+    known = fitted.get(MEMORY_CLASSES[mode])
+    if requested is not None or known is None:
+        return batch_candidates(requested, mode, memory_mib, image_size)
+    return [known >> shift for shift in range(known.bit_length())]
 
 
 def search_batch_size(

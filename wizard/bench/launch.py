@@ -19,8 +19,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -32,6 +32,7 @@ from gpuwizard.bench.protocol import (
     Finished,
     Mode,
     ProtocolError,
+    Result,
     parse_line,
 )
 from gpuwizard.core.facts import Nvml, NvmlOk
@@ -71,6 +72,8 @@ class Phase:
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
     """Environment for this run on top of the job's."""
+    reuses: Mode | None = None
+    """The mode whose one-device batch this run starts from (``fitted_args``), if any."""
 
 
 def phases(spec: BenchSpec, worker: Path = WORKER, cpus: int | None = None) -> list[Phase]:
@@ -93,7 +96,7 @@ def phases(spec: BenchSpec, worker: Path = WORKER, cpus: int | None = None) -> l
     if spec.ddp and spec.gpus > 1:
         amp = next((m for m in AMP_PREFERENCE if m in spec.modes), spec.modes[0])
         ddp = ddp_argv(spec, worker, spec.gpus, amp, common)
-        runs.append(Phase(f"DDP on {spec.gpus} GPUs", ddp))
+        runs.append(Phase(f"DDP on {spec.gpus} GPUs", ddp, reuses=reused(spec, amp)))
     return runs
 
 
@@ -111,9 +114,29 @@ def cpu_phases(
     return [
         Phase(f"CPU, {threads} thread(s)", single, env),
         Phase(
-            f"DDP on {CPU_RANKS} CPU processes (gloo), a check of the multi-process path", ddp, env
+            f"DDP on {CPU_RANKS} CPU processes (gloo), a check of the multi-process path",
+            ddp,
+            env,
+            reuses=reused(spec, mode),
         ),
     ]
+
+
+def reused(spec: BenchSpec, mode: Mode) -> Mode | None:
+    """The DDP run reuses the one-device run's batch for its mode, unless a batch was given."""
+    return mode if spec.batch_size is None else None
+
+
+def fitted_args(phase: Phase, events: Sequence[BenchEvent]) -> tuple[str, ...]:
+    """``--batch-fitted MODE=N`` where an earlier run of this job measured the phase's mode on
+    one device at batch N: the same model, precision and GPU type, so the DDP run's search
+    starts there (one trial step on every rank) instead of at the memory-based guess."""
+    fitted = [
+        e.batch_size
+        for e in events
+        if isinstance(e, Result) and e.mode == phase.reuses and e.world_size == 1
+    ]
+    return ("--batch-fitted", f"{phase.reuses}={fitted[-1]}") if fitted else ()
 
 
 def ddp_argv(
@@ -207,9 +230,11 @@ class BenchJob:
                 private_text(self.results_dir / "stream.jsonl", append=True) as stream,
                 private_binary(self.results_dir / "worker.log", append=True) as log,
             ):
-                for phase in phases(self.spec):
+                for planned in phases(self.spec):
                     if self.cancelling.is_set():
                         break
+                    extra = fitted_args(planned, self.outcome.events)
+                    phase = replace(planned, argv=(*planned.argv, *extra))
                     self.queue.put(f"── {phase.name}")
                     log.write(f"── {phase.name}: {shlex.join(phase.argv)}\n".encode())
                     log.flush()

@@ -293,7 +293,7 @@ def judge(
             f"{mode}: out of memory at batch {sizes[0]}, ran at {sizes[-1]}: is another process "
             "using the GPU (nvidia-smi)?"
             if len(sizes) > 1 and sizes[-1] < 64
-            else f"{mode}: batch {sizes[0]} did not fit; the largest that did was used"
+            else f"{mode}: batch {sizes[0]} did not fit; backed off to {sizes[-1]}"
         )
     throughput = _worst([c.level for c in comparisons])
     overall = _worst(levels)

@@ -1,6 +1,6 @@
 """The guide's training-time problems: out of GPU memory, and slow multi-node communication.
 
-Out of memory: the guide's remedies made concrete for this machine (the largest batch the
+Out of memory: the guide's remedies made concrete for this machine (the batch the
 benchmark fitted, bfloat16 where the GPUs have it). Multi-node: the network NCCL will use, the
 InfiniBand ports and GPUDirect RDMA, and the NCCL settings to try with this machine's interface
 names. Both also report what the logs say (NCCL timeouts, system errors, CUDA OOM). Pure.
@@ -29,7 +29,7 @@ def _batch_advice(bench: BenchFits | None) -> str:
         return (
             "Halve the batch size until it fits and keep the effective batch with gradient "
             "accumulation (divide the loss by k, step the optimizer every k batches); "
-            "`gpuwizard bench` measures the largest batch that fits here."
+            "`gpuwizard bench` reports a batch that fits here."
         )
     single = {f.mode: f.batch_size for f in bench.fits if f.gpus == 1}
     fitted = ", ".join(f"{size} with {mode}" for mode, size in single.items())

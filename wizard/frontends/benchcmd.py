@@ -13,15 +13,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
 
 from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.launch import BenchSpec, allreduce_max_mib
-from gpuwizard.bench.protocol import MODES, BenchEvent, Mode
+from gpuwizard.bench.protocol import MODES, Mode
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.isolation import ISOLATED
 from gpuwizard.core.machine_words import counted
+from gpuwizard.frontends.benchprogress import Progress
 from gpuwizard.machine import Machine, user_state_dir
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.recommend.existing import best_torch_env
@@ -135,7 +135,7 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     print(
         f"benchmark: {session.title}, with {interpreter}; results in {session.directory}", file=out
     )
-    progress = Progress(out)
+    progress = Progress(out, sys.stderr)
     session.start()
     try:
         while session.running():
@@ -144,10 +144,12 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     except KeyboardInterrupt:
         session.cancel()
         session.job.wait()
+        progress.close()
         summary = session.finish()
         print(f"stopped; what ran is in {summary.results_md}", file=sys.stderr)
         return EXIT_INTERRUPTED
     progress.show(session.poll())
+    progress.close()
     summary = session.finish()
     if args.json:
         print(summary.results_json.read_text(encoding="utf-8"), end="")
@@ -156,42 +158,3 @@ def run_bench(args: argparse.Namespace, machine: Machine) -> int:
     outcome = session.job.outcome
     ran = any(isinstance(e, bp.Result) for e in outcome.events)
     return EXIT_OK if outcome.ok and ran else EXIT_FAILED
-
-
-class Progress:
-    """One line per result, skip and problem, as the benchmark goes."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.device = "cuda"
-
-    def show(self, items: list[BenchEvent | str]) -> None:
-        for item in items:
-            if line := self.line(item):
-                print(line, file=self.out)
-
-    def line(self, item: BenchEvent | str) -> str | None:
-        match item:
-            case str():
-                return item
-            case bp.Started():
-                self.device = item.device
-                where = "the CPU" if item.device == "cpu" else f"CUDA {item.cuda}"
-                return f"  torch {item.torch} on {where}, {item.world_size} process(es)"
-            case bp.Result():
-                where = (
-                    ("the CPU" if item.world_size == 1 else f"{item.world_size} CPU processes")
-                    if self.device == "cpu"
-                    else f"{item.world_size} GPU{'s' if item.world_size > 1 else ''}"
-                )
-                return (
-                    f"  {item.mode} on {where}: {item.images_per_s:,.0f} img/s "
-                    f"({item.per_gpu:,.0f} per {'process' if self.device == 'cpu' else 'GPU'}, batch {item.batch_size})"
-                )
-            case bp.Skipped():
-                return f"  {item.mode}: skipped ({item.reason})"
-            case bp.OutOfMemory():
-                return f"  {item.mode}: batch {item.batch_size} does not fit; trying {item.next}"
-            case bp.Error():
-                return f"  {item.mode or 'benchmark'}: failed: {item.message}"
-        return None

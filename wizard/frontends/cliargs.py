@@ -207,7 +207,12 @@ def bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--gpus", type=int, metavar="N", help="GPUs to use (default: all; 0: CPU)")
     parser.add_argument(
-        "--batch-size", type=int, metavar="N", help="per GPU (default: the largest that fits)"
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="per GPU (default: sized to the GPU's memory, 128 images per 40 GiB, twice that "
+        "with AMP, a power of two up to 1024, halved until a step fits; not a search for the "
+        "largest batch)",
     )
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument(

@@ -263,7 +263,7 @@ def bench_about(gpus: int) -> str:
     also = f"; the run on all {gpus} GPUs comes on top" if gpus > 1 else ""
     return (
         "ResNet-50 training on synthetic data the way the fastest public runs do it "
-        "(channels_last, cuDNN autotuning, the largest batch that fits): strict FP32, TF32, "
+        "(channels_last, cuDNN autotuning, a batch sized to the GPU's memory): strict FP32, TF32, "
         f"AMP float16 and bfloat16 on one GPU{ddp}, and a data-loading check. "
         "How long depends on the GPU: about 2 minutes on one H200, several on a slower GPU"
         f"{also}. The results are compared with published numbers."

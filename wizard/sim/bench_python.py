@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("script")
     worker.add_argument("--modes", default=",".join(MODES))
     worker.add_argument("--batch-size")
+    worker.add_argument("--batch-fitted", action="append", default=[])
     worker.add_argument("--device", default="cuda")
     worker.add_argument("--allreduce", action="store_true")
     worker.add_argument("--allreduce-max-mib", type=int, default=256)
@@ -197,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         out.emit("error", mode=None, error="environment", message=message)
         out.emit("finished", ok=False, seconds=out.t)
         return 2
-    batch = int(args.batch_size) if args.batch_size else 256
+    fitted = dict(given.split("=", 1) for given in args.batch_fitted)
     for mode in modes:
-        train(out, gpus, mode, world, batch if mode_class(mode) == "amp" else batch // 2)
+        guess = 256 if mode_class(mode) == "amp" else 128  # the worker's guess on 40 GiB or more
+        train(out, gpus, mode, world, int(args.batch_size or fitted.get(mode) or guess))
     if args.allreduce and world > 1:
         allreduce(out, gpus, world, sim_has_nvswitch(sandbox), args.allreduce_max_mib)
     if args.dataload:
