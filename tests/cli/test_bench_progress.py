@@ -56,7 +56,7 @@ def test_off_a_terminal_each_sample_is_one_line_on_the_live_stream() -> None:
         "  fp32, batch 256: 3 samples, 1,059 img/s now, 12 s elapsed",
     ]
     assert out.getvalue().splitlines() == [
-        "  torch 2.14.1 on CUDA 13.0, 1 process(es)",
+        "  torch 2.14.1 on CUDA 13.0, 1 process",
         "  fp32 on 1 GPU: 1,059 img/s (1,059 per GPU, batch 256, 3 samples)",
     ]
 

@@ -141,3 +141,14 @@ def test_the_generator_keeps_gpus_and_switches_and_drops_other_functions():
 def test_a_malformed_table_line_fails_loudly():
     with pytest.raises(ValueError, match="bad kind"):
         gpus.parse_table("2330\tdisplay\tGH100\tH100\n")
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "plural", "said"),
+    [(1, "GPU", None, "1 GPU"), (8, "GPU", None, "8 GPUs"), (0, "GPU", None, "0 GPUs"),
+     (2, "process", "processes", "2 processes"), (1, "process", "processes", "1 process")],
+)  # fmt: skip
+def test_a_count_says_its_noun_in_the_right_number(count, noun, plural, said):
+    from gpuwizard.core.machine_words import counted
+
+    assert counted(count, noun, plural) == said

@@ -17,6 +17,7 @@ from typing import Literal
 from gpuwizard.bench.protocol import AllReduce, DataLoad, OutOfMemory, Result
 from gpuwizard.bench.references import References, TrainReference
 from gpuwizard.core.facts import NvmlOk
+from gpuwizard.core.machine_words import counted
 
 Level = Literal["good", "fair", "low", "poor", "unknown"]
 
@@ -306,7 +307,7 @@ def judge(
 def cpu_verdict(results: Sequence[Result], allreduce: AllReduce | None) -> Verdict:
     """A CPU run checks the benchmark's own code paths; no published number applies to it."""
     notes = [
-        f"{r.mode} on {r.world_size} process(es): {r.images_per_s:,.1f} img/s (CPU)"
+        f"{r.mode} on {counted(r.world_size, 'process', 'processes')}: {r.images_per_s:,.1f} img/s (CPU)"
         for r in results
     ]
     if (scaling := cpu_scaling_note(results)) is not None:

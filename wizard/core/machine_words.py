@@ -26,9 +26,9 @@ HYPERVISORS = {
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 
 
-def counted(count: int, noun: str) -> str:
-    """ "1 GPU", "4 GPUs": a count with its noun, never "GPU(s)"."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """ "1 GPU", "4 GPUs", "2 processes": a count with its noun, never "GPU(s)"."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def human_bytes(size: int) -> str:

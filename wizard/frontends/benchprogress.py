@@ -17,6 +17,7 @@ from typing import TextIO
 
 from gpuwizard.bench import protocol as bp
 from gpuwizard.bench.protocol import BenchEvent
+from gpuwizard.core.machine_words import counted
 
 ERASE_LINE = "\r\x1b[K"
 """Back to the start of the line and clear it (ECMA-48 EL 0)."""
@@ -127,7 +128,7 @@ class Progress:
             case bp.Started():
                 self.device = item.device
                 where = "the CPU" if item.device == "cpu" else f"CUDA {item.cuda}"
-                return f"  torch {item.torch} on {where}, {item.world_size} process(es)"
+                return f"  torch {item.torch} on {where}, {counted(item.world_size, 'process', 'processes')}"
             case bp.Result():
                 return self.result_line(item)
             case bp.Skipped():
