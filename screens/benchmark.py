@@ -178,6 +178,7 @@ class BenchmarkView(StageView):
         Binding("x", "stop", "Stop"),
         Binding("r", "again", "Run again"),
         Binding("s", "skip", "Skip"),
+        Binding("escape", "leave", "Skip", show=False),
     ]
     DEFAULT_CSS = """
     BenchmarkView #status { height: 1; padding: 0 1; }
@@ -232,6 +233,8 @@ class BenchmarkView(StageView):
             "running": {"stop"},
             "done": {"again", "proceed"},
         }[self.state]
+        if action == "leave":  # Esc: skip it before it runs, go on once it is done
+            return self.state != "running"
         return (
             action in allowed if action in {"begin", "stop", "again", "skip", "proceed"} else True
         )
@@ -249,6 +252,8 @@ class BenchmarkView(StageView):
                 ("Enter", "bold"),
                 " begins, ",
                 ("s", "bold"),
+                " or ",
+                ("Esc", "bold"),
                 " skips it.",
             )
         )
@@ -341,6 +346,12 @@ class BenchmarkView(StageView):
 
     def action_skip(self) -> None:
         self.answer(Benchmarked(None))
+
+    def action_leave(self) -> None:
+        if self.state == "ready":
+            self.action_skip()
+        elif self.state == "done":
+            self.action_proceed()
 
     def action_proceed(self) -> None:
         if self.state == "done" and self.summary is not None:

@@ -182,3 +182,22 @@ async def test_the_reboot_view_says_the_command_that_comes_back_to_this_machine(
     again = f"gpuwizard --simulate {PROFILE}" if machine == "simulated" else "gpuwizard"
     way_back = [line.strip() for line in text.splitlines() if "then   gpuwizard" in line]
     assert way_back == [f"ssh admin@t4   then   {again}"]
+
+
+async def test_the_benchmark_names_the_skipped_steps_and_esc_skips_it(simulated: Backend) -> None:
+    """A setup with a skipped step is incomplete: the screen before the benchmark says which, as
+    Verify and Done do; Esc there skips the benchmark, as s does (noticed at stop 33)."""
+    stage, after = set_up("580.178.04")
+    left = ("Install NVIDIA Fabric Manager (NVSwitch)",)
+    view = view_for(flow.Benchmarking(after, stage.plan, stage.selection, left=left), Effects(simulated), "ssh")  # fmt: skip
+    assert isinstance(view, BenchmarkView)
+    assert view.about.startswith(f"Skipped at install: {left[0]}. The setup is incomplete")
+    app = ViewHarness(view)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        assert "Skipped at install" in shown_text(app.export_screenshot())
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.answers == [flow.Benchmarked(None)]
+    plain = view_for(flow.Benchmarking(after, stage.plan, stage.selection), Effects(simulated), "ssh")  # fmt: skip
+    assert isinstance(plain, BenchmarkView) and "Skipped" not in plain.about

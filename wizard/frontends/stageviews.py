@@ -86,7 +86,9 @@ def view_for(stage: flow.Stage, effects: Effects, ssh_hint: str) -> StageView:  
             )
             return VerifyView(report, stage.left, earlier)
         case flow.Benchmarking():
-            return benchmark_view(stage.facts, stage.selection, effects, again=stage.attempt > 0)
+            return benchmark_view(
+                stage.facts, stage.selection, effects, again=stage.attempt > 0, left=stage.left
+            )
         case flow.Exporting():
             return export_view(stage, effects)
         case flow.Done():
@@ -202,9 +204,14 @@ def offered_pins(table: CompatTable, target: Target) -> dict[str, tuple[str, ...
 
 
 def benchmark_view(
-    facts: HostFacts, selection: Selection | None, effects: Effects, again: bool = False
+    facts: HostFacts,
+    selection: Selection | None,
+    effects: Effects,
+    again: bool = False,
+    left: tuple[str, ...] = (),
 ) -> BenchmarkView:
-    """``again``: the person asked to run it once more (r): it starts at once."""
+    """``again``: the person asked to run it once more (r): it starts at once; ``left``: the
+    steps the person skipped at install, said before it starts (the figures may show them)."""
     backend = effects.backend
     gpus = len(facts.hardware.gpus)
     memory = min((g.model.memory_gib or 0 for g in facts.hardware.gpus), default=0)
@@ -225,6 +232,12 @@ def benchmark_view(
         return reference_for(references, name, mode, world_size) if name else None
 
     about = bench_about(gpus)
+    if left:
+        skipped = "; ".join(left)
+        about = (
+            f"Skipped at install: {skipped}. The setup is incomplete: the benchmark may fail or "
+            f"measure less than this machine can do.\n\n{about}"
+        )
     if not again and (interrupted := last_interrupted(backend.state_dir)) is not None:
         about = f"{interrupted.sentence()}\n\n{about}"
     return BenchmarkView(session, about, reference, begin_at_once=again)
