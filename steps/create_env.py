@@ -1,13 +1,16 @@
 """create-env: the Python environment PyTorch goes into, a venv by default or a conda env.
 
-A venv from a fitting interpreter is the default: small, fast, and pip is PyTorch's own way to
-install. The guide's conda is offered through Miniforge (conda-forge's installer, no Anaconda
+A venv from a fitting interpreter is the default: small, fast, made by the pinned uv (its
+wheel checked against download_pins.yaml's SHA-256, as install-python fetches it), which also installs
+PyTorch into it (install-torch). uv needs no ensurepip; ``--seed`` puts pip in the venv for the
+person's own use. The guide's conda is offered through Miniforge (conda-forge's installer, no Anaconda
 licence terms); only Python comes from conda, PyTorch still from its pip index.
 
-On Debian and Ubuntu, ``python3 -m venv`` needs the release's ``python3.X-venv`` package
-(ensurepip); a minimal image lacks it, and the venv is then left half made. The package is
-installed first where it is missing, and an environment that was left half made (no pip, or an
-interpreter link that points nowhere) is made again rather than taken as done.
+Where gpuwizard pins no uv for the CPU, ``python3 -m venv`` makes it. On Debian and Ubuntu that
+needs the release's ``python3.X-venv`` package (ensurepip); a minimal image lacks it, and the venv
+is then left half made. The package is installed first where it is missing, and an environment
+that was left half made (no pip, or an interpreter link that points nowhere) is made again rather
+than taken as done.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from gpuwizard.core.paths import DOWNLOADS_DIR, MINIFORGE_DIR
 from gpuwizard.core.plan import Action, Target
 from gpuwizard.core.selection import EnvChoice
 from gpuwizard.steps.base import Check, apt_install, fetch, missing, unconfirmed_note
-from gpuwizard.steps.install_python import UV
+from gpuwizard.steps.install_python import UV, fetch_uv, uv_runs
 
 MINIFORGE_VERSION = "25.11.0-1"
 MINIFORGE_URL = "https://github.com/conda-forge/miniforge/releases/download"
@@ -63,14 +66,20 @@ class CreateEnv:
             else ""
         )
         isolated = f"An isolated Python {self.env.python} environment: PyTorch never mixes with the system's packages."
-        return isolated + venv
+        made = (
+            " uv (pinned, its SHA-256 checked) makes it."
+            if uv_runs(self.arch)
+            else f" python -m venv makes it: gpuwizard pins no uv for {self.arch}."
+        )
+        return isolated + made + venv
 
     @property
     def needs_venv_package(self) -> bool:
         """Debian's and Ubuntu's system Python makes venvs only with its python3.X-venv package
         (install-python brings it along with a distribution-packaged newer Python)."""
         system = self.env.python_source == "system"
-        return self.family == "debian" and self.env.kind == "venv" and system
+        debian = self.family == "debian" and self.env.kind == "venv"
+        return debian and system and not uv_runs(self.arch)
 
     def venv_package(self) -> str:
         return f"python{self.env.python}-venv"
@@ -90,11 +99,14 @@ class CreateEnv:
             return ()
         if self.env.kind == "conda":
             return self.conda_plan(facts)
-        if self.env.python_source == "standalone":
-            # uv finds the CPython it installed by version; its exact path is not known in advance.
-            return (UvVenv(UV, self.env.python, self.env.path),)
         # A path fixed before the run, so the reviewed plan stays the plan after earlier steps.
         python = f"/usr/bin/python{self.env.python}"
+        if self.env.python_source == "standalone":
+            # uv finds the CPython it installed by version; its exact path is not known in advance.
+            # The uv that installed it (install-python) is the one that makes the venv.
+            return (UvVenv(UV, self.env.python, self.env.path),)
+        if uv_runs(self.arch):
+            return (fetch_uv(self.arch), UvVenv(UV, python, self.env.path))
         create = Venv(python, self.env.path)
         if self.needs_venv_package and missing(facts, [self.venv_package()]):
             return (*apt_install([self.venv_package()]), create)

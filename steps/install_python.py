@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.core.download_pins import Unpinned, pin_for
 from gpuwizard.core.facts import HostFacts
-from gpuwizard.core.ops import UvPythonInstall
+from gpuwizard.core.ops import Download, UvPythonInstall
 from gpuwizard.core.paths import TOOLS_DIR
 from gpuwizard.core.plan import Action, Target
 from gpuwizard.core.selection import EnvChoice
@@ -21,6 +22,24 @@ UV_VERSION = "0.13.9"
 """Its wheels' SHA-256 per architecture are pinned in gpuwizard's download_pins.yaml."""
 UV_SPEC = f"pypi:uv=={UV_VERSION}"
 UV = f"{TOOLS_DIR}/uv"
+
+
+def uv_runs(arch: str) -> bool:
+    """gpuwizard pins a uv wheel for this CPU (x86_64, aarch64): elsewhere pip stays."""
+    try:
+        pin_for(UV_SPEC, arch)
+    except Unpinned:
+        return False
+    return True
+
+
+def fetch_uv(arch: str) -> Download:
+    """The pinned uv, its wheel checked against download_pins.yaml's SHA-256 before the binary is used.
+
+    Each step that runs uv fetches it (20 MB): the one that made it may have been done in an
+    earlier run, by another gpuwizard, or not at all (an environment already there).
+    """
+    return fetch(UV_SPEC, UV, arch=arch, member=f"uv-{UV_VERSION}.data/scripts/uv")
 
 
 def interpreter_for(facts: HostFacts, version: str) -> str | None:
@@ -68,10 +87,7 @@ class InstallPython:
             return ()
         if self.env.python_source == "os-package":
             return install_packages(self.family, os_packages(self.family, self.env.python))
-        return (
-            fetch(UV_SPEC, UV, arch=self.arch, member=f"uv-{UV_VERSION}.data/scripts/uv"),
-            UvPythonInstall(UV, self.env.python),
-        )
+        return (fetch_uv(self.arch), UvPythonInstall(UV, self.env.python))
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

@@ -3,17 +3,26 @@
 ``--index-url https://download.pytorch.org/whl/<variant>`` selects the CUDA build explicitly
 (no ``--extra-index-url`` mixing with PyPI, no ``+cu116`` local pins as in the guide), and the
 three versions are pinned together, because a torchvision built for another torch fails at
-import (light-the-torch#157). pip itself is first brought to a pinned version (download_pins.yaml).
+import (light-the-torch#157).
+
+uv installs them (the pinned uv, its wheel checked against download_pins.yaml's SHA-256): about 3x faster
+than pip on the same wheels (docs/decisions.md), the same versions from the same index.
 
 PyPI's default CUDA build of a release is PyPI's own torch wheel; for the sets gpuwizard has a
-hashes file of (``wizard/core/torch-hashes/``, from PyPI's metadata) the two wheels are downloaded
-with ``pip download --require-hashes`` (checked against those hashes) from PyPI and installed
-from the download folder, the dependencies resolved from PyPI as usual. The other builds live on
-PyTorch's own index, whose hashes could not be read from where gpuwizard's data is made: they
-are installed by version, and the step says so.
-pip is brought to its pinned version with ``--force-reinstall``, so that it must reach the index: a
-plain upgrade of an installed pip exits 0 when the index cannot be reached, and a broken index
-would only show later, in the long PyTorch download.
+hashes file of (``wizard/core/torch-hashes/``, from PyPI's metadata) uv installs from that file
+with ``--verify-hashes``: torch's and torchvision's wheels are checked against those hashes (a
+mismatch, or a wheel the file does not list, fails the step), the dependencies resolved from PyPI
+by version as before. uv's ``--require-hashes`` would demand hashes for those dependencies too,
+which gpuwizard does not pin. The other builds live on PyTorch's own index, whose hashes could
+not be read from where gpuwizard's data is made: they are installed by version, and the step
+says so.
+
+pip remains where gpuwizard pins no uv for the CPU (uv's wheels are pinned for x86_64 and
+aarch64): there the wheels are downloaded with ``pip download --require-hashes --no-deps`` and
+installed from the download folder, and pip is first brought to its pinned version with
+``--force-reinstall``, so that it must reach the index (a plain upgrade of an installed pip exits
+0 when the index cannot be reached, and a broken index would only show later, in the long
+PyTorch download).
 """
 
 from __future__ import annotations
@@ -22,12 +31,13 @@ from dataclasses import dataclass
 
 from gpuwizard.core.download_pins import PYPI_INDEX, TorchWheels, pip_for, torch_wheels
 from gpuwizard.core.facts import HostFacts
-from gpuwizard.core.ops import PipDownload, PipInstall
+from gpuwizard.core.ops import PipDownload, PipInstall, UvPipInstall
 from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.core.selection import EnvChoice, TorchChoice
 from gpuwizard.steps.base import Check
 from gpuwizard.steps.create_env import find_env
+from gpuwizard.steps.install_python import UV, fetch_uv, uv_runs
 
 
 def installed_matches(installed: str | None, version: str, variant: str) -> bool:
@@ -73,9 +83,14 @@ class InstallTorch:
             if hashed
             else f"{self.torch.index_url} (pinned by version; its hashes are not in gpuwizard's data)"
         )
+        tool = (
+            "uv installs it (pinned, its SHA-256 checked), about 3x faster than pip."
+            if uv_runs(self.arch)
+            else f"pip installs it: gpuwizard pins no uv for {self.arch}."
+        )
         return (
             f"torch {self.torch.version} with torchvision {self.torch.torchvision or '(latest, UNCONFIRMED pair)'} "
-            f"from {where}: the build with kernels for these GPUs that the driver runs."
+            f"from {where}: the build with kernels for these GPUs that the driver runs. {tool}"
         )
 
     def wrong(self, facts: HostFacts) -> list[str]:
@@ -107,6 +122,8 @@ class InstallTorch:
         if self.check(facts).satisfied:
             return ()
         env = self.env.path
+        if uv_runs(self.arch):
+            return (fetch_uv(self.arch), *self.uv_install(env))
         pinned = f"pip=={pip_for(self.env.python).version}"
         upgrade = PipInstall(
             env, (pinned,), quiet=True, force_reinstall=True, timeout_s=900, silence_timeout_s=600
@@ -116,6 +133,19 @@ class InstallTorch:
             install = PipInstall(env, self.torch.requirements(), self.torch.index_url)
             return (upgrade, install)
         return (upgrade, *self.hashed_install(env, wheels))
+
+    def uv_install(self, env: str) -> tuple[Action, ...]:
+        """One uv install: the hashed set from its hashes file (exactly torch and torchvision,
+        the set hashed_wheels found every wheel of), or the set by version from its index."""
+        if hashed_wheels(self.torch, self.env.python, self.arch) is None:
+            return (UvPipInstall(UV, env, self.torch.requirements(), self.torch.index_url),)
+        text = torch_wheels(self.torch.version, self.torch.variant)
+        assert text is not None
+        hashes = f"{DOWNLOADS_DIR}/torch-{self.torch.version}-{self.torch.variant}.hashes.txt"
+        return (
+            WriteFile(hashes, text.text, 0o644),
+            UvPipInstall(UV, env, index_url=PYPI_INDEX, hashes_file=hashes),
+        )
 
     def hashed_install(self, env: str, wheels: tuple[str, ...]) -> tuple[Action, ...]:
         """pip checks each wheel against the pinned hashes as it downloads it, then installs the

@@ -99,14 +99,15 @@ sys.exit("deploy.sh's dpkg finished before it could be killed mid-unpack")
 
 
 def offer_torch(machine: ChrootMachine) -> None:
-    """PyTorch's index cannot be reached: pip finds stand-in wheels in a find-links folder."""
+    """PyTorch's index cannot be reached: uv (offline) and pip find stand-in wheels in a
+    find-links folder."""
     torch_standin.build(machine.path(torch_standin.FIND_LINKS), "2.14.1", "0.29.1", "cu126")
     machine.path("/etc/pip.conf").write_text(
         torch_standin.PIP_CONF.format(links=torch_standin.FIND_LINKS)
     )
     not_checked(
         "install-torch: torch 2.14.1+cu126, torchvision 0.29.1+cu126 from download.pytorch.org",
-        "PyTorch's index cannot be reached here: pip installed stand-in wheels instead",
+        "PyTorch's index cannot be reached here: uv installed stand-in wheels instead",
     )
     not_checked(
         "verify-torch on the GPU",
@@ -162,14 +163,31 @@ def only_recommended(machine: ChrootMachine, packages: set[str]) -> list[str]:
     return found
 
 
+DEPLOY_TOOLS = ("curl", "ca-certificates")
+"""What deploy.sh installs for itself where the image lacks it (gw_need_curl): it downloads uv
+with curl, where the runner uses gpuwizard-fetch."""
+
+
+def deploy_tools(machine: ChrootMachine) -> set[str]:
+    """DEPLOY_TOOLS and everything they depend on, by name."""
+    flags = ["--recurse", "--no-recommends", "--no-suggests", "--no-enhances", "--no-conflicts",
+             "--no-breaks", "--no-replaces"]  # fmt: skip
+    listed = machine.run(["apt-cache", "depends", *flags, *DEPLOY_TOOLS], check=True).stdout
+    return {line.split(":", 1)[0] for line in listed.splitlines() if line and not line[0].isspace()}
+
+
 def assert_same_end_state(a: ChrootMachine, other: ChrootMachine) -> None:
     """The same setup, except what A's interrupted apt run left out: a Recommends of a package
-    it had unpacked before dpkg was killed (manpages-dev from libc6-dev) is never pulled later."""
+    it had unpacked before dpkg was killed (manpages-dev from libc6-dev) is never pulled later;
+    and the curl deploy.sh installs to download uv with (DEPLOY_TOOLS)."""
     mine, theirs = end_state(a), end_state(other)
     a_packages, other_packages = set(mine.pop("packages")), set(theirs.pop("packages"))  # type: ignore[arg-type]
     assert mine == theirs
     assert not a_packages - other_packages, sorted(a_packages - other_packages)
-    extra = other_packages - a_packages
+    tools = deploy_tools(other)
+    extra = {
+        p for p in other_packages - a_packages if p.split("=", 1)[0].split(":", 1)[0] not in tools
+    }
     assert len(only_recommended(other, extra)) == len(extra), sorted(extra)
 
 
@@ -264,7 +282,10 @@ def exported(a: ChrootMachine) -> ExportSource:
 def deploy(machine: ChrootMachine) -> subprocess.CompletedProcess[str]:
     # --force: the hardware comes from a recorded profile, and the root's own /sys shows no GPU
     # to deploy.sh's host check (issue 14); the plan is A's, made on the same image.
-    return machine.run(["bash", "/root/deploy.sh", "--force"], timeout_s=2400)
+    # uv offline against the stand-in wheels, as the runner's shim runs it (torch_standin.UV_ENV)
+    return machine.run(
+        ["bash", "/root/deploy.sh", "--force"], env=torch_standin.UV_ENV, timeout_s=2400
+    )
 
 
 @pytest.fixture(scope="module")
@@ -318,6 +339,7 @@ def ansible(machine: ChrootMachine, folder: Path, *args: str) -> subprocess.Comp
         "ANSIBLE_REMOTE_TMP": "/tmp/.ansible",
         "ANSIBLE_HOST_KEY_CHECKING": "0",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        **torch_standin.UV_ENV,
     }
     playbook = str(Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "ansible-playbook")
     command = [

@@ -3,7 +3,8 @@
 The runner's ``Tools.shim`` points every command here (the machine's folder in
 GPUWIZARD_CHROOT_MACHINE). A command runs inside the root, with the runner's environment and
 on the runner's terminal, except two: ``gpuwizard-fetch`` runs outside (gpuwizard is not
-installed in the root) and writes into it, and ``reboot`` runs the root's stand-in, which makes
+installed in the root) and writes into it, ``uv`` runs offline against the stand-in wheels
+where a tier offers them (tests/chroot/torch_standin.py), and ``reboot`` runs the root's stand-in, which makes
 the new boot, and then ends the runner that asked for it, as a real reboot would.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from gpuwizard.machine.detect.platform import parse_boot_id
 from gpuwizard.sim.reboot import kill_runner
+from tests.chroot import torch_standin
 from tests.chroot.host import resolve
 from tests.chroot.machine import ChrootMachine
 
@@ -52,7 +54,11 @@ def main(argv: list[str]) -> int:
         return fetch(machine, args)
     if Path(tool).name == "reboot":
         return reboot(machine, args)
-    command = machine.in_root(argv, root_env())
+    env = root_env()
+    if Path(tool).name == "uv":
+        offered = machine.path(torch_standin.FIND_LINKS).is_dir()  # PyTorch's index: stand-ins
+        env = {**env, **(torch_standin.UV_ENV if offered else torch_standin.UV_TRUST)}
+    command = machine.in_root(argv, env)
     os.execvp(command[0], command)
     return 127  # not reached: execvp replaces this process
 

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -58,7 +59,7 @@ def run_steps(machine: ChrootMachine, planned: Planned, *ids: str) -> int:
 
 # ------------------------------------------------------------------------------------ B3
 def test_b3_the_planned_environment_is_created_on_a_minimal_debian(t4):
-    """python3.11-venv is planned and installed first; the venv works (pip runs in it)."""
+    """uv makes it (no python3.11-venv needed); the venv works (pip runs in it)."""
     planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     with timed("defects: create-env through the runner"):
         assert run_steps(t4, planned, "create-env") == 0, (
@@ -82,10 +83,12 @@ def test_b3_a_half_made_environment_is_seen_as_broken_and_made_again(t4):
 
 # ------------------------------------------------------------------------------------ B8
 def test_b8_the_pip_upgrade_fails_when_the_index_cannot_be_reached(t4):
-    """The planned pip upgrade, in a working venv: it must fail when the index is unreachable."""
+    """The planned pip upgrade, in a working venv: it must fail when the index is unreachable.
+    Planned where pip installs PyTorch: a CPU gpuwizard pins no uv for."""
     t4.run(["apt-get", "-q", "-y", "install", "python3.11-venv"], env=ENV, check=True)
     t4.run(["/usr/bin/python3.11", "-m", "venv", ENV_PATH], check=True)
-    planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
+    with mock.patch("gpuwizard.steps.install_torch.uv_runs", return_value=False):
+        planned = plan_on(t4, SetupRequest(variant="cu126", driver_branch="535"))
     first = planned.plan.step("install-torch").actions[0]
     assert isinstance(first, PipInstall) and first.force_reinstall
     broken = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "3"}

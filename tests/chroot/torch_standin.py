@@ -1,11 +1,12 @@
 """Stand-in torch and torchvision wheels for the heavy chroot tier: NOT PyTorch.
 
 PyTorch's own index (download.pytorch.org) cannot be reached from here and there is no GPU, so
-the plan's ``pip install --index-url https://download.pytorch.org/whl/cuXYZ torch==V
-torchvision==W`` is served by wheels built here, offered through pip's ``find-links`` (set in
-the root's /etc/pip.conf, as this machine's own pip is set up). pip still really runs: it tries
-the index, fails to reach it, and installs from find-links. The stand-in ``torch.cuda`` answers
-from the chroot machine's boot (the driver loaded or not, the profile's GPUs), and every tensor
+the plan's ``uv pip install --index-url https://download.pytorch.org/whl/cuXYZ torch==V
+torchvision==W`` is served by wheels built here, in a find-links folder. uv still really runs,
+offline (``UV_ENV``: it would fail on the unreachable index, where pip tried it and went on),
+with the seed wheels ``uv venv --seed`` needs (pip, setuptools, wheel and its packaging, from
+PyPI) beside the stand-ins; pip, where a plan still uses it, finds them through the root's
+/etc/pip.conf. The stand-in ``torch.cuda`` answers from the chroot machine's boot (the driver loaded or not, the profile's GPUs), and every tensor
 operation the verify probe makes succeeds without computing anything. The tiers report both
 steps as not checked.
 """
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -90,6 +94,28 @@ ops = types.SimpleNamespace(nms=lambda *args, **kwargs: None)
 '''
 
 
+UV_TRUST = {"UV_SYSTEM_CERTS": "1"}
+"""For every uv command in a chroot machine: the root's certificate store, which holds what this
+machine's network needs, as the root's pip.conf gives pip (uv's own bundled roots do not). uv
+reads no configuration file under gpuwizard's UV_NO_CONFIG, so the environment is the way."""
+UV_ENV = {**UV_TRUST, "UV_OFFLINE": "1", "UV_FIND_LINKS": FIND_LINKS}
+"""For every uv command where a tier offers the stand-ins (the runner's tool shim, deploy.sh's
+and the playbook's environment)."""
+SEEDS = ("pip", "setuptools", "wheel", "packaging")
+
+
+def add_seeds(folder: Path) -> None:
+    """The wheels ``uv venv --seed`` installs, from PyPI into the find-links folder, once."""
+    if all(any(folder.glob(f"{name}-*.whl")) for name in SEEDS):
+        return
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--index-url", "https://pypi.org/simple", "--dest", str(folder), *SEEDS],
+        env=env, check=True, timeout=300,
+    )  # fmt: skip
+
+
 def _record(entries: dict[str, bytes]) -> bytes:
     lines = []
     for name, data in entries.items():
@@ -119,6 +145,7 @@ def wheel(folder: Path, name: str, version: str, files: dict[str, str], requires
 def build(folder: Path, torch: str, vision: str, variant: str) -> list[Path]:
     """torch==``torch``+variant and torchvision==``vision``+variant, as the plan pins them."""
     folder.mkdir(parents=True, exist_ok=True)
+    add_seeds(folder)
     cuda = f"{variant[2:-1]}.{variant[-1]}"
     local = f"+{variant}"
     return [

@@ -169,25 +169,38 @@ def test_package_tools_map_to_modules_never_to_commands() -> None:
                     "reboot",
                     "curl",
                 )
-                assert "creates" in task["ansible.builtin.command"] or task["changed_when"] is True
+                uv = (
+                    program == "uv"
+                    and task.get("changed_when") == "'Installed' in gpuwizard_uv.stderr"
+                )
+                assert (
+                    "creates" in task["ansible.builtin.command"]
+                    or task["changed_when"] is True
+                    or uv
+                )
 
 
 def test_pins_are_the_plans() -> None:
     tasks = tasks_of(render_ansible(CASES["a100x4-ubuntu2004-fresh-all-options"]()))
-    pip = [t["ansible.builtin.pip"] for t in tasks if module_of(t) == "ansible.builtin.pip"]
-    assert pip == [
-        {  # pip itself, to the version download_pins.yaml gives for the environment's Python
-            "name": ["pip==26.3"],
-            "state": "present",
-            "virtualenv": "/opt/gpuwizard/envs/pytorch",
-        },
-        {
-            "name": ["torch==2.14.1", "torchvision==0.29.1"],
-            "state": "present",
-            "virtualenv": "/opt/gpuwizard/envs/pytorch",
-            "extra_args": "--index-url https://download.pytorch.org/whl/cu126",
-        },
+    assert not [t for t in tasks if module_of(t) == "ansible.builtin.pip"], "uv installs torch"
+    uv = [
+        t
+        for t in tasks
+        if module_of(t) == "ansible.builtin.command"
+        and t["ansible.builtin.command"]["argv"][:3] == ["/opt/gpuwizard/bin/uv", "pip", "install"]
     ]
+    assert [t["ansible.builtin.command"]["argv"][3:] for t in uv] == [
+        [
+            "--python",
+            "/opt/gpuwizard/envs/pytorch/bin/python",
+            "--index-url",
+            "https://download.pytorch.org/whl/cu126",
+            "torch==2.14.1",
+            "torchvision==0.29.1",
+        ]
+    ]
+    assert uv[0]["environment"]["UV_NO_CONFIG"] == "1"
+    assert uv[0]["changed_when"] == "'Installed' in gpuwizard_uv.stderr"
     apt = [
         t
         for t in tasks
@@ -396,8 +409,12 @@ def test_hostile_values_round_trip_exactly(
     assert command["environment"] == {"GW_VALUE": env_value}
     assert copy["ansible.builtin.copy"] == {"dest": path, "content": content, "mode": "0600"}
     assert play["vars"]["gpuwizard_plan_summary"] == [content]
-    pip = next(t["ansible.builtin.pip"] for t in play["tasks"] if "ansible.builtin.pip" in t)
-    assert pip["virtualenv"] == env_path
+    uv = next(
+        t["ansible.builtin.command"]["argv"]
+        for t in play["tasks"]
+        if t.get("ansible.builtin.command", {}).get("argv", [])[1:3] == ["pip", "install"]
+    )
+    assert uv[3:5] == ["--python", f"{env_path}/bin/python"]
     venv = next(
         t["ansible.builtin.command"]
         for t in play["tasks"]
@@ -431,8 +448,9 @@ def test_a_second_run_skips_every_finished_step() -> None:
     tasks = tasks_of(render_ansible(source_for("h100x8-ubuntu2204-fresh")))
     assert tasks[0]["register"] == "gpuwizard_host" and "ansible.builtin.assert" in tasks[1]
     tasks = tasks[2:]  # after the host check (tests/export/test_hostcheck.py)
-    assert "ansible.builtin.package" in tasks[0], "python3-packaging for the pip module comes first"
-    assert tasks[1]["ansible.builtin.file"] == {
+    # uv installs torch: no pip module, so no python3-packaging task comes first
+    assert "ansible.builtin.package" not in tasks[0]
+    assert tasks[0]["ansible.builtin.file"] == {
         "path": MARKER_DIR,
         "state": "directory",
         "mode": "0700",
@@ -462,8 +480,7 @@ def test_check_mode_judges_only_what_needs_no_earlier_change() -> None:
         [t for t in everything if "when" not in t],
         [t for t in everything if "when" in t],
     )
-    assert [t["ansible.builtin.package"]["name"] for t in needs] == ["python3-packaging"]
-    assert needs[0]["ignore_errors"] == "{{ ansible_check_mode }}"
+    assert needs == [], "uv installs torch: no pip module needing python3-packaging"
     first_step = tasks[0]["when"]
     strict = [t for t in tasks if t["when"] == first_step]
     assert strict and all(

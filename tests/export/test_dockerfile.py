@@ -211,36 +211,32 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
     assert "cuda-toolkit-12-6" in runs and "cudnn9-cuda-12" in runs and "/etc/nccl.conf" in runs
 
 
-def test_torch_comes_pinned_from_the_plans_index_without_a_pip_cache() -> None:
+UV_INSTALL = (
+    "UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 /opt/gpuwizard/bin/uv pip install "
+    "--no-cache --python /opt/gpuwizard/envs/pytorch/bin/python --index-url "
+)
+
+
+def test_torch_comes_pinned_from_the_plans_index_by_uv_without_a_cache() -> None:
     source = source_for("a100x4-ubuntu2004-fresh")  # cu126: PyTorch's own index, by version
-    runs = [i for i in instructions(render_dockerfile(source)) if "torch==" in i]
+    text = render_dockerfile(source)
+    runs = [i for i in instructions(text) if "torch==" in i]
     assert len(runs) == 1
     assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --no-cache-dir --index-url "
-        "https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1"
+        f"{UV_INSTALL}https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1"
     ) in runs[0]
-    assert "pip install --no-cache-dir --quiet --force-reinstall pip==26.3" in runs[0]
+    assert "pip==" not in runs[0] and "gpuwizard-fetch" not in text
+    assert "COPY --from=uv /uv /opt/gpuwizard/bin/uv" in instructions(text)
 
 
-def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_pinned_hashes() -> (
-    None
-):
+def test_pypis_default_torch_build_is_installed_by_uv_checked_against_the_pinned_hashes() -> None:
     source = source_for("h100x8-ubuntu2204-fresh")  # cu130, PyPI's default build of 2.14.1
-    (run,) = [i for i in instructions(render_dockerfile(source)) if "--require-hashes" in i]
-    wheels = "/var/cache/gpuwizard/torch-2.14.1-cu130"
-    hashes = f"{wheels}.hashes.txt"
+    (run,) = [i for i in instructions(render_dockerfile(source)) if "--verify-hashes" in i]
+    hashes = "/var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt"
     assert f"> {hashes}" in run
-    assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip download --quiet --no-deps --only-binary=:all: "
-        f"--require-hashes --index-url https://pypi.org/simple --dest {wheels} -r {hashes}"
-    ) in run
-    assert (
-        "/opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --no-cache-dir --index-url https://pypi.org/simple "
-        f"{wheels}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl "
-        f"{wheels}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl"
-    ) in run
+    assert f"{UV_INSTALL}https://pypi.org/simple --verify-hashes -r {hashes}" in run
     assert run.rstrip().endswith("&& rm -rf /var/cache/gpuwizard"), (
-        "the wheels are not kept in the layer"
+        "the hashes file is not kept in the layer"
     )
     assert "--hash=sha256:1fee6b20869a90ccec05e35559a706338ac8aab40a9c4fb58f16667e93af36ae" in run
 
@@ -255,12 +251,13 @@ def test_pypis_default_torch_build_is_installed_from_wheels_checked_against_the_
         ),
         pytest.param(
             "l40sx4-rocky9-fresh",
-            "dnf -y -q install python3.12 \\\n    && /usr/bin/python3.12 -I -m venv --clear",
+            "dnf -y -q install python3.12 \\\n    && UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python "
+            "UV_NO_CONFIG=1 /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.12",
             id="Rocky's python3.12",
         ),
         pytest.param(
             "a100x4-ubuntu2004-fresh",
-            "/usr/local/bin/uv venv --seed --python 3.12 /opt/gpuwizard/envs/pytorch",
+            "/opt/gpuwizard/bin/uv venv --seed --clear --python 3.12 /opt/gpuwizard/envs/pytorch",
             id="focal: standalone via uv",
         ),
     ],
@@ -277,7 +274,7 @@ def test_a_torch_already_installed_on_the_host_is_still_installed_in_the_image()
     )
     plan = dataclasses.replace(source.plan, steps=steps)
     text = render_dockerfile(dataclasses.replace(source, plan=plan))
-    assert "/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl" in text
+    assert "--verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt" in text
 
 
 def test_the_image_runs_as_a_numeric_non_root_user_and_verifies_torch_on_start() -> None:
@@ -427,9 +424,9 @@ def test_hostile_values_stay_exact_and_the_dockerfile_still_passes_hadolint(
         assert f"ln -s {shell_word(env_path + '/bin/python')} {PYTHON_LINK}" in text
     else:
         assert python == f"{env_path}/bin/python"
-    pip = next(i for i in found if "torch==" in i)
+    uv = next(i for i in found if "torch==" in i)
     python = shell_word(env_path + "/bin/python")
-    assert f"{python} -I -m pip install --no-cache-dir --index-url " in pip
+    assert f"/opt/gpuwizard/bin/uv pip install --no-cache --python {python} --index-url " in uv
     env_line = next((i for i in found if i.startswith("ENV VIRTUAL_ENV=")), None)
     if "\\" in env_path:  # hadolint cannot parse an escaped backslash in ENV: left out
         assert env_line is None

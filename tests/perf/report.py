@@ -6,9 +6,10 @@ Run: python -m tests.perf [--json PATH] [--quick] [--torch-python PATH]
 On a shared machine an absolute time means little; a ratio to an anchor measured minutes apart
 on the same CPUs means more. Anchors: `python -m torch.utils.collect_env` for detection (needs a
 Python with torch), a bare Textual app's first frame, Textual's stock Log fed line by line, a
-bare pexpect read loop, a bare training loop, a fixed 300-step benchmark run. The flood rows have
-absolute targets (key answer, memory, reattach). Prints figures and asserts nothing; a row whose
-anchor cannot run here says so.
+bare pexpect read loop, a bare training loop, a fixed 300-step benchmark run, pip installing
+the same torch wheels as uv (from a local wheel folder: GPUWIZARD_TORCH_WHEELS, see
+bench_torch_install.py). The flood rows have absolute targets (key answer, memory, reattach).
+Prints figures and asserts nothing; a row whose anchor cannot run here says so.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ sys.path.insert(0, str(PERF))  # the bench_* scripts import each other's helpers
 import bench_detect  # noqa: E402
 import bench_flood  # noqa: E402
 import bench_pty  # noqa: E402
+import bench_torch_install  # noqa: E402
 import bench_tui  # noqa: E402
 import bench_verdict_time  # noqa: E402
 import bench_worker_overhead  # noqa: E402
@@ -208,6 +210,31 @@ def verdict_time(torch_python: str | None, runs: int) -> list[Row]:
     ]  # fmt: skip
 
 
+def torch_install(runs: int) -> list[Row]:
+    figure = "torch+torchvision install (uv, hashes) vs pip, same wheels"
+    goal = f">= {bench_torch_install.GOAL_TIMES_FASTER}x faster"
+    wheels = bench_torch_install.wheels_dir(None)
+    try:
+        result = bench_torch_install.measure(wheels, runs)
+    except bench_torch_install.NotHere as missing:
+        return [Row(figure, 0.0, None, "s", None, goal, None, f"not measured: {missing}")]
+    ours, anchor = min(result.uv_s), min(result.pip_s)
+    ratio = anchor / ours
+    return [
+        Row(
+            figure,
+            ours,
+            anchor,
+            "s",
+            ratio,
+            goal,
+            ratio >= bench_torch_install.GOAL_TIMES_FASTER,
+            f"fresh venv, {wheels}, offline; uv from an empty cache (warm cache: "
+            f"{result.uv_warm_s:.1f} s); torch {result.installed}; best of {runs}",
+        )
+    ]
+
+
 def flood(megabytes: int) -> list[Row]:
     result = bench_flood.measure(megabytes)
     live, again = result["live"], result["reattach"]
@@ -326,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         ("runner", lambda: runner(100, 2 if args.quick else 3)),
         ("harness", lambda: harness(args.torch_python, 2 if args.quick else 4)),
         ("verdict time", lambda: verdict_time(args.torch_python, 1 if args.quick else 2)),
+        ("torch install", lambda: torch_install(1 if args.quick else 2)),
         ("flood 200 MB", lambda: flood(200)),
         *([] if args.quick else [("flood 1 GB", lambda: flood(1000))]),
     ]

@@ -16,9 +16,11 @@ from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.enable_debian_nonfree import sources_text
+from gpuwizard.steps.install_python import UV
 from gpuwizard.steps.reboot import driver_pending
 from tests.conftest import facts_of
 
+ENV = "/opt/gpuwizard/envs/pytorch"
 T4 = "t4-debian12-fresh"
 OLD, NEW = "6.1.0-37-cloud-amd64", "6.1.0-57-cloud-amd64"
 NATIVE = SetupRequest(variant="cu126", driver_branch="535")
@@ -98,7 +100,18 @@ def test_ubuntu_drivers_keep_their_recommends(table):
 
 
 # ------------------------------------------------------------------------------- venv (B3)
-def test_the_system_python_s_venv_package_is_installed_first_where_missing(table):
+def test_uv_makes_the_venv_from_the_system_python_without_its_venv_package(table):
+    _, plan = planned(table, facts_of(T4))
+    fetch, create = runs(plan, "create-env")
+    assert fetch[0] == "gpuwizard-fetch" and "--sha256" in fetch
+    assert create == (UV, "venv", "--seed", "--clear", "--python", "/usr/bin/python3.11", ENV)
+    assert "uv (pinned, its SHA-256 checked) makes it" in plan.step("create-env").why
+
+
+def test_without_uv_the_system_python_s_venv_package_is_installed_first_where_missing(
+    table, monkeypatch
+):
+    monkeypatch.setattr("gpuwizard.steps.create_env.uv_runs", lambda arch: False)
     _, plan = planned(table, facts_of(T4))
     create = runs(plan, "create-env")
     assert create[-2][-1] == "python3.11-venv" and create[-1][1:4] == ("-I", "-m", "venv")
@@ -138,9 +151,17 @@ def test_the_repair_reinstalls_half_installed_packages_and_never_removes(table):
     assert fix[0] == "apt-get" and fix[-2:] == ("-f", "install") and "--no-remove" in fix
 
 
-def test_the_pip_upgrade_must_reach_the_index(table):
+def test_the_pip_upgrade_must_reach_the_index_where_pip_installs_torch(table, monkeypatch):
+    monkeypatch.setattr("gpuwizard.steps.install_torch.uv_runs", lambda arch: False)
     _, plan = planned(table, facts_of(T4))
     assert "--force-reinstall" in runs(plan, "install-torch")[0]
+
+
+def test_uv_installs_torch_with_no_pip_upgrade(table):
+    _, plan = planned(table, facts_of(T4))
+    fetch, install = runs(plan, "install-torch")
+    assert fetch[0] == "gpuwizard-fetch" and install[:3] == (UV, "pip", "install")
+    assert not any("pip==" in word for word in install)
 
 
 # --------------------------------------------------------------------------- Debian non-free

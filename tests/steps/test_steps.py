@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
 from gpuwizard.core.facts import NvmlUnavailable, Package
-from gpuwizard.core.ops import AptInstall, AptUpdate, Command, Download
+from gpuwizard.core.ops import AptInstall, AptUpdate, Command, Download, Sha256, UvPipInstall
 from gpuwizard.core.plan import APT_ENV, Action, WriteFile
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.recommend.engine import recommend
@@ -17,6 +18,7 @@ from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.base import PlanError
 from gpuwizard.steps.install_docker import merged_daemon_json
+from gpuwizard.steps.install_python import UV
 from tests.conftest import PROFILE_NAMES, facts_of
 
 INSTALLABLE = [n for n in PROFILE_NAMES if n != "nogpu-ubuntu2204"]
@@ -263,28 +265,64 @@ def test_python_38_gets_a_standalone_python_from_a_pinned_uv(table):
 
 def test_torch_is_pinned_from_its_index(table):
     facts, steps = steps_for(table, "a100x4-ubuntu2004-fresh")  # cu126: PyTorch's own index
-    pip, install = next(s for s in steps if s.id == "install-torch").plan(facts)
-    assert argv(pip)[-1] == "pip==26.3", "pip itself is pinned"
-    assert argv(install)[-4:] == (
+    fetch, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    assert argv(fetch)[0] == "gpuwizard-fetch" and "--sha256" in argv(fetch), "uv is pinned"
+    assert isinstance(install, UvPipInstall)
+    assert argv(install)[:6] == (
+        UV,
+        "pip",
+        "install",
+        "--python",
+        f"{install.env}/bin/python",
         "--index-url",
+    )
+    assert argv(install)[-3:] == (
         "https://download.pytorch.org/whl/cu126",
         "torch==2.14.1",
         "torchvision==0.29.1",
     )
 
 
-def test_pypis_default_torch_build_is_downloaded_against_pinned_hashes(table):
+def test_pypis_default_torch_build_is_installed_by_uv_against_pinned_hashes(table):
     facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")  # cu130: PyPI's default build
-    _, hashes, download, install = next(s for s in steps if s.id == "install-torch").plan(facts)
-    folder = "/var/cache/gpuwizard/torch-2.14.1-cu130"
-    assert isinstance(hashes, WriteFile) and hashes.path == f"{folder}.hashes.txt"
+    fetch, hashes, install = next(s for s in steps if s.id == "install-torch").plan(facts)
+    assert isinstance(fetch, Download) and fetch.dest == UV and isinstance(fetch.check, Sha256)
+    assert isinstance(hashes, WriteFile)
+    assert hashes.path == "/var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt"
     assert "torch==2.14.1 \\\n    --hash=sha256:" in hashes.content
+    # every requirement of the file is the wanted set, each with its hashes: uv installs them all
+    assert re.findall(r"^(\S+==\S+) \\$", hashes.content, re.MULTILINE) == [
+        "torch==2.14.1",
+        "torchvision==0.29.1",
+    ]
+    assert argv(install)[-5:] == (
+        "--index-url",
+        "https://pypi.org/simple",
+        "--verify-hashes",
+        "-r",
+        hashes.path,
+    )
+    assert "--require-hashes" not in argv(install), "uv would then want the dependencies' hashes"
+
+
+def test_without_a_pinned_uv_for_the_cpu_pip_installs_torch_from_checked_downloads(
+    table, monkeypatch
+):
+    facts, steps = steps_for(table, "h100x8-ubuntu2204-fresh")
+    step = next(s for s in steps if s.id == "install-torch")
+    # uv's wheels are pinned for both CPUs torch has hashed wheels for: as if one were not
+    monkeypatch.setattr("gpuwizard.steps.install_torch.uv_runs", lambda arch: False)
+    pip, hashes, download, install = step.plan(facts)
+    folder = "/var/cache/gpuwizard/torch-2.14.1-cu130"
+    assert argv(pip)[-1] == "pip==26.3", "pip itself is pinned"
+    assert isinstance(hashes, WriteFile) and hashes.path == f"{folder}.hashes.txt"
     assert "--require-hashes" in argv(download) and "--no-deps" in argv(download)
     assert argv(download)[-4:] == ("--dest", folder, "-r", hashes.path)
     assert argv(install)[-2:] == (
         f"{folder}/torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl",
         f"{folder}/torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl",
     )
+    assert "pip installs it: gpuwizard pins no uv for x86_64" in step.why
 
 
 def test_installed_torch_of_another_build_is_not_accepted(table):

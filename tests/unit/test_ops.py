@@ -27,6 +27,7 @@ EXAMPLES: tuple[ops.Action, ...] = (
     ops.Reboot(),
     ops.PipInstall("/e", ("torch==2.1",), "https://i.example/simple", quiet=True),
     ops.PipDownload("/e", "https://pypi.org/simple", "/d", "/d.hashes.txt"),
+    ops.UvPipInstall("/opt/uv", "/e", index_url="https://pypi.org/simple", hashes_file="/d.txt"),
     ops.Venv("/usr/bin/python3.12", "/e"),
     ops.UvVenv("/opt/uv", "3.12", "/e"),
     ops.UvPythonInstall("/opt/uv", "3.12"),
@@ -54,6 +55,19 @@ def test_an_operation_keeps_its_own_limits_in_its_command() -> None:
     command = ops.Service("restart", "docker", timeout_s=300).command()
     assert command.argv == ("systemctl", "restart", "docker")
     assert (command.timeout_s, command.silence_timeout_s) == (300, 600)
+
+
+def test_uv_installs_into_the_environment_checking_the_hashes_file() -> None:
+    op = ops.UvPipInstall("/opt/uv", "/e", index_url="https://pypi.org/simple", hashes_file="/h")
+    command = op.command()
+    assert command.argv == (
+        "/opt/uv", "pip", "install", "--python", "/e/bin/python",
+        "--index-url", "https://pypi.org/simple", "--verify-hashes", "-r", "/h",
+    )  # fmt: skip
+    assert command.env["UV_NO_CONFIG"] == "1"
+    assert op.image_command().argv[3] == "--no-cache"
+    pins = ops.UvPipInstall("/opt/uv", "/e", ("torch==2.1",)).command().argv
+    assert pins[-3:] == ("--python", "/e/bin/python", "torch==2.1")
 
 
 def test_the_image_forms_add_their_flag_once() -> None:

@@ -6,15 +6,22 @@ last with schema 1) planned for the cases below; each must be read into exactly 
 the steps plan now, and anything that does not render back byte for byte stays a ``Command``.
 One change since is on purpose: every Python gpuwizard starts gets ``-I`` (issue 28), and a
 schema-1 Python command (pip, venv, the verify probe) is read into one that runs isolated.
+Since issue 27 uv makes the venv and installs PyTorch where gpuwizard pins a uv for the CPU; the
+cases are planned as on a CPU without one (``pip_era``), which plans what schema 1 recorded, and
+``uv venv`` has ``--clear`` since (uv 0.13 refuses an existing folder without it): a schema-1
+``uv venv`` no longer renders back, so it stays a ``Command`` that runs as recorded
+(``schema_1_form``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -30,6 +37,7 @@ from gpuwizard.core.ops import (
     PipInstall,
     SecretRef,
     Sha256,
+    UvVenv,
 )
 from gpuwizard.core.plan import Plan
 from gpuwizard.core.plan_v1 import RunV1, recognise
@@ -46,11 +54,22 @@ from tests.export.conftest import ALL_OPTIONS, PROFILES
 from tests.schema1 import recorded_runs, v1_action, v1_plan
 
 
+@contextlib.contextmanager
+def pip_era() -> Iterator[None]:
+    """Plans as on a CPU gpuwizard pins no uv for: pip installs PyTorch, as in schema 1's days."""
+    with (
+        mock.patch("gpuwizard.steps.create_env.uv_runs", return_value=False),
+        mock.patch("gpuwizard.steps.install_torch.uv_runs", return_value=False),
+    ):
+        yield
+
+
 def _plan(facts: HostFacts, options: SetupRequest) -> tuple[Selection, Plan]:
     table = load_table()
     recommendation = recommend(table, target_from_facts(facts, table), SetupRequest())
     assert isinstance(recommendation, Recommendation)
-    return plan_for(facts, recommendation, options, table)
+    with pip_era():
+        return plan_for(facts, recommendation, options, table)
 
 
 def _boot(facts: HostFacts, **changes: Any) -> HostFacts:
@@ -120,6 +139,22 @@ def recorded_v1_plan(name: str) -> dict[str, Any]:
     return data
 
 
+def schema_1_form(plan: Plan) -> Plan:
+    """The plan as a schema-1 journal reads into now: ``uv venv`` without ``--clear``, a Command."""
+
+    def old(action: Any) -> Any:
+        if not isinstance(action, UvVenv):
+            return action
+        run = action.command()
+        argv = tuple(word for word in run.argv if word != "--clear")
+        return Command(
+            argv, env=run.env, timeout_s=run.timeout_s, silence_timeout_s=run.silence_timeout_s
+        )
+
+    steps = tuple(dataclasses.replace(s, actions=tuple(map(old, s.actions))) for s in plan.steps)
+    return dataclasses.replace(plan, steps=steps)
+
+
 def test_the_fixture_covers_the_same_cases() -> None:
     assert set(RECORDED) == set(cases())
 
@@ -128,7 +163,7 @@ def test_the_fixture_covers_the_same_cases() -> None:
 def test_each_command_is_what_schema_1_planned_for_the_same_case(name: str) -> None:
     """The typed plan renders every command exactly as before: same argv, env, limits, retry."""
     _, plan = cases()[name]
-    for step in plan.steps:
+    for step in schema_1_form(plan).steps:
         runs = [r for r in map(v1_action, step.actions) if r["kind"] == "run"]
         assert runs == [RUNS[i] for i in RECORDED[name].get(step.id, [])], step.id
 
@@ -136,7 +171,7 @@ def test_each_command_is_what_schema_1_planned_for_the_same_case(name: str) -> N
 @pytest.mark.parametrize("name", list(RECORDED))
 def test_a_schema_1_plan_is_read_into_exactly_the_operations_planned_now(name: str) -> None:
     _, plan = cases()[name]
-    assert Plan.from_json(json.dumps(recorded_v1_plan(name))) == plan
+    assert Plan.from_json(json.dumps(recorded_v1_plan(name))) == schema_1_form(plan)
 
 
 @pytest.mark.parametrize("name", list(RECORDED))

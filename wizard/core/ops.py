@@ -386,6 +386,42 @@ class PipInstall(_Program):
 
 
 @dataclass(frozen=True)
+class UvPipInstall(_Program):
+    """``uv pip install --python ENV/bin/python``: requirements (``name==version``), or a
+    requirements file whose hashes uv checks (``--verify-hashes``).
+
+    ``--verify-hashes``, not ``--require-hashes``: uv's ``--require-hashes`` demands a hash for
+    every package of the resolution, the dependencies included, which gpuwizard does not pin;
+    ``--verify-hashes`` checks every hash the file gives (torch's and torchvision's wheels, as
+    pip's ``download --require-hashes`` did) and fails on a mismatch or a wheel not listed.
+    """
+
+    KIND: ClassVar[str] = "uv-pip-install"
+    uv: str
+    env: str
+    """The environment's folder; uv installs into its ``bin/python``."""
+    requirements: tuple[str, ...] = ()
+    index_url: str | None = None
+    hashes_file: str | None = None
+    """A requirements file with ``--hash`` lines, checked with ``--verify-hashes``."""
+    timeout_s: float = 3600
+    silence_timeout_s: float = 900
+
+    def command(self) -> Command:
+        return _run(self._argv(()), self, UV_ENV)
+
+    def image_command(self) -> Command:
+        """As an image build runs it: no download cache kept in the layer."""
+        return _run(self._argv(("--no-cache",)), self, UV_ENV)
+
+    def _argv(self, first: tuple[str, ...]) -> tuple[str, ...]:
+        index = ("--index-url", self.index_url) if self.index_url is not None else ()
+        hashes = ("--verify-hashes", "-r", self.hashes_file) if self.hashes_file is not None else ()
+        uv = (self.uv, "pip", "install", *first, "--python", f"{self.env}/bin/python")
+        return (*uv, *index, *hashes, *self.requirements)
+
+
+@dataclass(frozen=True)
 class PipDownload(_Program):
     """Download wheels only, each checked against the hashes in ``requirements_file`` as it
     arrives (``--require-hashes``), without their dependencies."""
@@ -423,7 +459,9 @@ class Venv(_Program):
 
 @dataclass(frozen=True)
 class UvVenv(_Program):
-    """A venv (with pip) at ``path`` from the standalone CPython ``version`` that uv installed."""
+    """A venv (with pip) at ``path``, made afresh: ``version`` is what uv's ``--python`` takes,
+    a version of a standalone CPython uv installed, or an interpreter's path (``/usr/bin/python3.12``).
+    """
 
     KIND: ClassVar[str] = "uv-venv"
     uv: str
@@ -433,7 +471,7 @@ class UvVenv(_Program):
     silence_timeout_s: float = 600
 
     def command(self) -> Command:
-        argv = (self.uv, "venv", "--seed", "--python", self.version, self.path)
+        argv = (self.uv, "venv", "--seed", "--clear", "--python", self.version, self.path)
         return _run(argv, self, UV_ENV)
 
 
@@ -502,7 +540,7 @@ Program = (
     AptUpdate | AptInstall | AptUpgrade | AptHold | DpkgConfigure | AptFixBroken
     | DnfInstall | DnfUpgrade | DnfModuleEnable | DnfVersionLock
     | Download | Service | Reboot
-    | PipInstall | PipDownload | Venv | UvVenv | UvPythonInstall | CondaCreate | MiniforgeInstall
+    | PipInstall | UvPipInstall | PipDownload | Venv | UvVenv | UvPythonInstall | CondaCreate | MiniforgeInstall
     | Command
 )  # fmt: skip
 """Every operation that runs a program."""
@@ -534,7 +572,7 @@ def care_for(op: Program) -> Care:
             return Care()
         case Download() | Service() | Reboot() | Command():
             return Care()
-        case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
+        case PipInstall() | UvPipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
             return Care()
         case CondaCreate() | MiniforgeInstall():
             return Care()

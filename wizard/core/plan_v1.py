@@ -47,6 +47,7 @@ from gpuwizard.core.ops import (
     SecretRef,
     Service,
     Sha256,
+    UvPipInstall,
     UvPythonInstall,
     UvVenv,
     Venv,
@@ -234,6 +235,10 @@ def _python(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
             yield Venv(python, path, **limits)
         case (uv, "venv", "--seed", "--python", version, path):
             yield UvVenv(uv, version, path, **limits)
+        case (uv, "venv", "--seed", "--clear", "--python", version, path):
+            yield UvVenv(uv, version, path, **limits)
+        case (uv, "pip", "install", "--python", python, *rest) if python.endswith("/bin/python"):
+            yield from _uv_pip_install(uv, python.removesuffix("/bin/python"), tuple(rest), limits)
         case (uv, "python", "install", version):
             yield UvPythonInstall(uv, version, **limits)
         case (conda, "create", "--yes", "--quiet", "--prefix", path, python, "pip"):
@@ -246,6 +251,16 @@ def _pip_install(env: str, rest: tuple[str, ...], limits: _Limits) -> Iterator[P
     skip = int(quiet) + int(force) + (2 if index is not None else 0)
     if _names(rest[skip:]):
         yield PipInstall(env, rest[skip:], index, quiet, force, **limits)
+
+
+def _uv_pip_install(uv: str, env: str, rest: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
+    index = rest[rest.index("--index-url") + 1] if "--index-url" in rest[:-1] else None
+    rest = rest[2:] if index is not None else rest
+    match rest:
+        case ("--verify-hashes", "-r", hashes):
+            yield UvPipInstall(uv, env, (), index, hashes, **limits)
+        case _ if _names(rest):
+            yield UvPipInstall(uv, env, rest, index, **limits)
 
 
 def _system(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:

@@ -27,6 +27,7 @@ from gpuwizard.core.ops import (
     PipInstall,
     Reboot,
     Service,
+    UvPipInstall,
     UvPythonInstall,
     UvVenv,
     Venv,
@@ -76,7 +77,7 @@ def _change(action: Action) -> tuple[str | None, tuple[str, ...]]:  # noqa: RET5
             return "commands", (action.display(),)
         case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
             return "commands", (action.display(),)
-        case CondaCreate() | MiniforgeInstall():
+        case UvPipInstall() | CondaCreate() | MiniforgeInstall():
             return "commands", (action.display(),)
         case _:  # pragma: no cover - exhaustive
             assert_never(action)

@@ -51,6 +51,7 @@ from gpuwizard.core.ops import (
     Reboot,
     Service,
     Sha256,
+    UvPipInstall,
     UvPythonInstall,
     UvVenv,
     Venv,
@@ -148,6 +149,18 @@ def pip_tasks(op: PipInstall, conda: bool) -> list[Task] | None:
     if op.index_url is not None:
         args["extra_args"] = text(shlex.join(["--index-url", op.index_url]))
     return [{"ansible.builtin.pip": args}]
+
+
+def uv_pip_tasks(op: UvPipInstall) -> list[Task]:
+    """``uv pip install`` as a command (Ansible has no uv module), changed only when uv installed
+    something ("Installed N packages"), not when it found the set in place ("Audited N
+    packages"): a rerun on a done server reports no change."""
+    run = op.command()
+    task = command_task(run.argv, None)
+    task["register"] = "gpuwizard_uv"
+    task["changed_when"] = "'Installed' in gpuwizard_uv.stderr"
+    task["timeout"] = int(run.timeout_s)
+    return [task]
 
 
 # -------------------------------------------------------------------- gpuwizard-fetch
@@ -314,6 +327,8 @@ def module_tasks(op: Program, step_id: str, context: Context) -> list[Task] | No
             return [{"ansible.builtin.reboot": {"reboot_timeout": REBOOT_TIMEOUT_S}}]
         case PipInstall():
             return pip_tasks(op, context.source.selection.env.kind == "conda")
+        case UvPipInstall():
+            return uv_pip_tasks(op)
         case (
             DpkgConfigure() | AptFixBroken() | DnfUpgrade() | DnfModuleEnable() | DnfVersionLock()
             | PipDownload() | Venv() | UvVenv() | UvPythonInstall() | CondaCreate()

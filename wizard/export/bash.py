@@ -39,6 +39,7 @@ from gpuwizard.core.ops import (
     Program,
     Reboot,
     Service,
+    UvPipInstall,
     UvPythonInstall,
     UvVenv,
     Venv,
@@ -348,7 +349,7 @@ def _action_lines(step: StepPlan, action: Action, root: str) -> list[str]:  # no
             return [_run_line(step, action, root)]
         case PipInstall() | PipDownload() | Venv() | UvVenv() | UvPythonInstall():
             return [_run_line(step, action, root)]
-        case CondaCreate() | MiniforgeInstall():
+        case UvPipInstall() | CondaCreate() | MiniforgeInstall():
             return [_run_line(step, action, root)]
         case _:  # pragma: no cover - exhaustive
             assert_never(action)

@@ -1,7 +1,7 @@
 """The Dockerfile export: the plan's image-capable steps as a PyTorch image.
 
-The base image comes from ``wizard/export/docker_base.py``, shell words from
-``wizard/export/words.py``; the note on what the host needs is ``wizard/export/docker_host.py``.
+The base image comes from ``gpuwizard.export.docker_base``, shell words from
+``gpuwizard.export.words``; the note on what the host needs is ``gpuwizard.export.docker_host``.
 
 Only steps that declare ``Target.IMAGE`` are built into the image, with their own commands
 (apt-get gains ``--no-install-recommends``, pip ``--no-cache-dir``, and each layer drops the
@@ -44,6 +44,7 @@ from gpuwizard.core.ops import (
     Program,
     Reboot,
     Service,
+    UvPipInstall,
     UvPythonInstall,
     UvVenv,
     Venv,
@@ -56,11 +57,14 @@ from gpuwizard.export.words import ENV_NAME, check_path, one_line, shell_word
 from gpuwizard.recommend.table import CompatTable, load_table
 from gpuwizard.steps import build_steps
 from gpuwizard.steps.base import install_packages
-from gpuwizard.steps.install_python import UV_VERSION, os_packages
+from gpuwizard.steps.install_python import UV, UV_VERSION, os_packages, uv_runs
 
 UV_IMAGE = f"ghcr.io/astral-sh/uv:{UV_VERSION}"
-"""The same uv release install-python fetches on the host; its digest, when pinned, in download_pins.yaml."""
-UV_IN_IMAGE = "/usr/local/bin/uv"
+"""The same uv release the host's steps fetch; its digest, when pinned, in download_pins.yaml."""
+UV_IN_IMAGE = UV
+"""Where the host's steps have it, so that their uv commands run in the image as they are; the
+host fetches it from PyPI by SHA-256, the image copies it from uv's image (a download tool in
+the image would be one more thing to trust)."""
 USER_NAME = "pytorch"
 USER_ID = 10001
 """Above the range distributions give to people, so it never matches a host account by chance."""
@@ -101,7 +105,7 @@ def image_command(op: Program, step_id: str) -> Command:  # noqa: RET503 - exhau
     dnf keeps its weak dependencies: RHEL's python3.X may find ensurepip's wheels only that way.
     """
     match op:
-        case AptInstall() | PipInstall():
+        case AptInstall() | PipInstall() | UvPipInstall():
             return op.image_command()
         case Download():
             raise ExportError(
@@ -187,7 +191,8 @@ _SINGLE_WHY = ("DL3059", "one RUN per plan step, so that each step is its own la
 
 
 def layer(comment: str, actions: Iterable[Action], step_id: str) -> Layer:
-    actions = tuple(actions)
+    # The host's fetch of uv: the image has it from uv's image (COPY --from=uv).
+    actions = tuple(a for a in actions if not (isinstance(a, Download) and a.dest == UV))
     commands = [c for a in actions for c in action_commands(a, step_id)]
     apt = any(isinstance(a, AptInstall) for a in actions)
     dnf = any(isinstance(a, DnfInstall) for a in actions)
@@ -200,14 +205,22 @@ def layer(comment: str, actions: Iterable[Action], step_id: str) -> Layer:
 
 
 def environment_layer(source: ExportSource, os: ImageOs, table: CompatTable) -> tuple[Layer, bool]:
-    """The environment's Python and a venv (create-env's image form); True: uv installs Python."""
+    """The environment's Python and a venv (create-env's image form); True: uv installs Python.
+
+    uv makes the venv as on the host (pip where gpuwizard pins no uv for the CPU)."""
     env = source.selection.env
     path = check_path(env.path, "environment path")
     packaged = env.python in packaged_pythons(table, os)
     if packaged:
+        python = f"/usr/bin/python{env.python}"
+        venv: Action = (
+            UvVenv(UV_IN_IMAGE, python, path)
+            if uv_runs(source.selection.arch)
+            else Venv(python, path)
+        )
         actions: list[Action] = [
             *install_packages(os.family, os_packages(os.family, env.python)),
-            Venv(f"/usr/bin/python{env.python}", path),
+            venv,
         ]
         where = f"{os.name} packages Python {env.python}"
     else:
@@ -291,7 +304,7 @@ def _host_needs(steps: Sequence[str]) -> list[str]:
     ]
 
 
-def header(source: ExportSource, base: BaseImage, standalone: bool) -> list[str]:
+def header(source: ExportSource, base: BaseImage, uv: bool) -> list[str]:
     t, env = source.selection.torch, source.selection.env
     lines = [
         f"# gpuwizard {one_line(source.version)}: PyTorch {one_line(t.version)} ({one_line(t.variant)}) "
@@ -309,7 +322,7 @@ def header(source: ExportSource, base: BaseImage, standalone: bool) -> list[str]
             f"UNCONFIRMED: the tag {base.image} was not seen published; check it with "
             f"`docker manifest inspect {base.image}` before relying on it."
         )
-    return lines + digest_notes([base.image, *([UV_IMAGE] if standalone else [])])
+    return lines + digest_notes([base.image, *([UV_IMAGE] if uv else [])])
 
 
 def pinned(image: str) -> str:
@@ -415,11 +428,13 @@ def render_dockerfile(source: ExportSource) -> str:
     base = base_image(source, table)
     env_path = check_path(source.selection.env.path, "environment path")
     env, standalone = environment_layer(source, base.os, table)
-    lines = header(source, base, standalone)
-    if standalone:
+    # uv makes the environment and installs PyTorch wherever the host's steps use it.
+    uv = standalone or uv_runs(source.selection.arch)
+    lines = header(source, base, uv)
+    if uv:
         lines += ["", f"FROM {pinned(UV_IMAGE)} AS uv"]
     lines += ["", f"FROM {pinned(base.image)}", 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]']
-    if standalone:
+    if uv:
         lines += ["", f"COPY --from=uv /uv {UV_IN_IMAGE}"]
     previous_single = False
     for item in [env, *step_layers(source)]:

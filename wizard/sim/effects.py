@@ -240,7 +240,9 @@ def env_python(sandbox: Sandbox, env: str) -> str | None:
     return None
 
 
-def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
+def pip_install(sandbox: Sandbox, env: str, args: list[str], pypi_variant: str = "") -> list[str]:
+    """pip install of pins or wheel files; ``pypi_variant``: the CUDA build PyPI's untagged torch
+    wheel is (a hashes file's set), for pins that name no local tag."""
     python = env_python(sandbox, env) or "3.12"
     site = sandbox.path(f"{env}/lib/python{python}/site-packages")
     site.mkdir(parents=True, exist_ok=True)
@@ -250,6 +252,7 @@ def pip_install(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
     installed = []
     for pin in (a for a in args if "==" in a or a.endswith(".whl")):
         name, version, variant = wheel_or_pin(pin, local)
+        variant = variant or pypi_variant
         tag = f"+{local}" if local and name in ("torch", "torchvision", "torchaudio") else ""
         for old in site.glob(f"{name}-*.dist-info"):  # a recorded one holds its METADATA
             shutil.rmtree(old)
@@ -301,6 +304,41 @@ def pip_download(sandbox: Sandbox, env: str, args: list[str]) -> list[str]:
             (dest / found.group(1)).write_text(f"simulated wheel {found.group(1)}\n")
             lines.append(f"Saved {relative(dest / found.group(1), sandbox)}")
     return [*lines, "Successfully downloaded"]
+
+
+def uv_pip_install(sandbox: Sandbox, args: list[str]) -> tuple[list[str], int]:
+    """uv pip install --python ENV/bin/python [--index-url URL] [--verify-hashes -r FILE] [PINS].
+
+    A hashes file's pins are installed, PyPI's torch as the file's set (``torch-2.14.1-cu130``);
+    as uv checks the wheels against the file, a set whose file lists no wheel for the
+    environment's Python and CPU fails, as uv's hash check would.
+    """
+    env = args[args.index("--python") + 1].removesuffix("/bin/python")
+    words = [a for a in args if a not in ("--verify-hashes", "--no-cache")]
+    pins = [a for a in words if "==" in a and not a.startswith("-")]
+    variant = ""
+    if "-r" in words:
+        file = sandbox.path(words[words.index("-r") + 1])
+        text = file.read_text()
+        found = re.search(r"-(cu\d+|cpu)\.hashes\.txt$", file.name)
+        variant = found.group(1) if found else ""
+        pins += re.findall(r"^(\S+==\S+) \\$", text, re.MULTILINE)
+        python = "cp" + (env_python(sandbox, env) or "3.12").replace(".", "")
+        uname = sandbox.json("commands.json", {}).get("uname -m", {})
+        arch = str(uname.get("stdout", "x86_64")).strip() or "x86_64"
+        listed = re.findall(r"^# wheel (\S+\.whl) sha256:[0-9a-f]{64}$", text, re.MULTILINE)
+        for name in (p.split("==")[0] for p in pins):
+            if not any(
+                w.startswith(f"{name}-") and f"-{python}-{python}-" in w and arch in w
+                for w in listed
+            ):
+                return [f"error: no wheel of {name} in {file.name} matches {python} on {arch}: "
+                        "hash mismatch"], 1  # fmt: skip
+    index = words[words.index("--index-url") + 1] if "--index-url" in words else ""
+    lines = pip_install(sandbox, env, ["--index-url", index, *pins] if index else pins, variant)
+    installed = lines[-1].removeprefix("Successfully installed ").split()
+    resolved = [f"Resolved {len(installed)} packages", f"Installed {len(installed)} packages"]
+    return resolved + [f" + {p.replace('-', '==', 1)}" for p in installed], 0
 
 
 def write_torch_version(site: Path, version: str, variant: str) -> None:

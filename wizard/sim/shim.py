@@ -423,8 +423,14 @@ def other(
         root = os.environ.get("UV_PYTHON_INSTALL_DIR", "/opt/gpuwizard/python")
         effects.touch(sandbox, f"{root}/cpython-{args[2]}.8-linux-x86_64-gnu/bin/python{args[2]}")
         return state, [f"Installed Python {args[2]}.8"], 0
+    if name == "uv" and args[:2] == ["pip", "install"]:
+        lines, code = effects.uv_pip_install(sandbox, args[2:])
+        return state, lines, code
     if name == "uv" and args[:1] == ["venv"]:
-        version = args[args.index("--python") + 1]
+        # --python: a version uv installed (3.12), or an interpreter's path (/usr/bin/python3.12)
+        wanted = args[args.index("--python") + 1]
+        found = re.search(r"(\d+\.\d+)$", wanted)
+        version = found.group(1) if found else wanted
         effects.environment(sandbox, args[-1], version)
         return (
             state,

@@ -578,28 +578,27 @@ gw_start "$@"
 # --- repair-dpkg: Repair an interrupted package database: nothing to do on the machine this was planned on
 
 # --- 1. create-env: Create the Python environment /opt/gpuwizard/envs/pytorch
-# An isolated Python 3.10 environment: PyTorch never mixes with the system's packages.
-# python3.10-venv is installed first where it is missing: without it python3 -m venv fails half-way
-# on a minimal Debian or Ubuntu.
+# An isolated Python 3.10 environment: PyTorch never mixes with the system's packages. uv (pinned,
+# its SHA-256 checked) makes it.
 if gw_begin 1 create-env 'Create the Python environment /opt/gpuwizard/envs/pytorch'; then
-  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
-      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install python3.10-venv
-  gw_run -- /usr/bin/python3.10 -I -m venv --clear /opt/gpuwizard/envs/pytorch
+  gw_fetch pypi:uv==0.13.9 /opt/gpuwizard/bin/uv --sha256 \
+      d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
+      uv-0.13.9.data/scripts/uv
+  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 -- /opt/gpuwizard/bin/uv venv \
+      --seed --clear --python /usr/bin/python3.10 /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
 
 # --- 2. install-torch: Install PyTorch 2.14.1 (cu126)
 # torch 2.14.1 with torchvision 0.29.1 from https://download.pytorch.org/whl/cu126 (pinned by
 # version; its hashes are not in gpuwizard's data): the build with kernels for these GPUs that the
-# driver runs.
+# driver runs. uv installs it (pinned, its SHA-256 checked), about 3x faster than pip.
 if gw_begin 2 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --quiet --force-reinstall \
-      pip==26.3
-  gw_run -- /opt/gpuwizard/envs/pytorch/bin/python -I -m pip install --index-url \
+  gw_fetch pypi:uv==0.13.9 /opt/gpuwizard/bin/uv --sha256 \
+      d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
+      uv-0.13.9.data/scripts/uv
+  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 -- /opt/gpuwizard/bin/uv pip \
+      install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch
 fi
