@@ -139,11 +139,10 @@ class InstallTorch:
         the set hashed_wheels found every wheel of), or the set by version from its index."""
         if hashed_wheels(self.torch, self.env.python, self.arch) is None:
             return (UvPipInstall(UV, env, self.torch.requirements(), self.torch.index_url),)
-        text = torch_wheels(self.torch.version, self.torch.variant)
-        assert text is not None
+        text = self.hashes_text()
         hashes = f"{DOWNLOADS_DIR}/torch-{self.torch.version}-{self.torch.variant}.hashes.txt"
         return (
-            WriteFile(hashes, text.text, 0o644),
+            WriteFile(hashes, text, 0o644),
             UvPipInstall(UV, env, index_url=PYPI_INDEX, hashes_file=hashes),
         )
 
@@ -152,13 +151,19 @@ class InstallTorch:
         checked files; their dependencies come from PyPI as pip resolves them."""
         name = f"torch-{self.torch.version}-{self.torch.variant}"
         hashes, folder = f"{DOWNLOADS_DIR}/{name}.hashes.txt", f"{DOWNLOADS_DIR}/{name}"
-        text = torch_wheels(self.torch.version, self.torch.variant)
-        assert text is not None
         return (
-            WriteFile(hashes, text.text, 0o644),
+            WriteFile(hashes, self.hashes_text(), 0o644),
             PipDownload(env, PYPI_INDEX, folder, hashes),
             PipInstall(env, tuple(f"{folder}/{w}" for w in wheels), PYPI_INDEX),
         )
+
+    def hashes_text(self) -> str:
+        """This environment's hashes file: its Python's and CPU's wheels only (hashed_wheels
+        found every one before this is asked)."""
+        wheels = torch_wheels(self.torch.version, self.torch.variant)
+        text = wheels and wheels.requirements_for(packages(self.torch), self.env.python, self.arch)
+        assert text, "hashed_wheels found every wheel"
+        return text
 
     def verify(self, facts: HostFacts) -> Check:
         return self.check(facts)

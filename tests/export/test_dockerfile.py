@@ -212,7 +212,7 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
 
 
 UV_INSTALL = (
-    "UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 /opt/gpuwizard/bin/uv pip install "
+    "UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 /opt/gpuwizard/bin/uv pip install "
     "--no-cache --python /opt/gpuwizard/envs/pytorch/bin/python --index-url "
 )
 
@@ -252,7 +252,7 @@ def test_pypis_default_torch_build_is_installed_by_uv_checked_against_the_pinned
         pytest.param(
             "l40sx4-rocky9-fresh",
             "dnf -y -q install python3.12 \\\n    && UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python "
-            "UV_NO_CONFIG=1 /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.12",
+            "UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.12",
             id="Rocky's python3.12",
         ),
         pytest.param(

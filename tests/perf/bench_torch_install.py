@@ -142,7 +142,11 @@ def measure(wheels: Path, runs: int) -> Result:
         work = Path(tmp)
         uv = pinned_uv(wheels, work)
         hashes = work / "torch.hashes.txt"
-        hashes.write_text(table.text)
+        python = f"{sys.version_info.major}.{sys.version_info.minor}"
+        text = table.requirements_for(("torch", "torchvision"), python, platform.machine())
+        if text is None:
+            raise NotHere(f"the hashes file has no wheel for CPython {python} here")
+        hashes.write_text(text)  # the file install-torch writes: this Python's wheels only
         for i in range(runs):
             cache, ours, theirs = work / f"cache{i}", work / f"uv{i}", work / f"pip{i}"
             venv(uv, ours, wheels, env, with_pip=False)

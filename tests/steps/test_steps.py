@@ -289,12 +289,13 @@ def test_pypis_default_torch_build_is_installed_by_uv_against_pinned_hashes(tabl
     assert isinstance(fetch, Download) and fetch.dest == UV and isinstance(fetch.check, Sha256)
     assert isinstance(hashes, WriteFile)
     assert hashes.path == "/var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt"
-    assert "torch==2.14.1 \\\n    --hash=sha256:" in hashes.content
-    # every requirement of the file is the wanted set, each with its hashes: uv installs them all
-    assert re.findall(r"^(\S+==\S+) \\$", hashes.content, re.MULTILINE) == [
+    # every requirement of the file is the wanted set, each with the hash of its one wheel for
+    # this environment's Python (3.10, the system's) and CPU: uv installs them all
+    assert re.findall(r"^(\S+==\S+) --hash=sha256:[0-9a-f]{64}$", hashes.content, re.MULTILINE) == [
         "torch==2.14.1",
         "torchvision==0.29.1",
     ]
+    assert "cp310-cp310-manylinux_2_28_x86_64" in hashes.content and "cp312" not in hashes.content
     assert argv(install)[-5:] == (
         "--index-url",
         "https://pypi.org/simple",

@@ -144,3 +144,26 @@ def test_the_torch_hashes_name_a_pinned_wheel_for_every_python_of_the_set() -> N
             for package in ("torch", "torchvision"):
                 assert wheels.wheel(package, f"3.{minor}", arch), (package, minor, arch)
     assert torch_wheels("2.14.1", "cu126") is None, "PyTorch's own index: no hashes here"
+
+
+def test_an_environments_hashes_file_holds_its_own_wheels_only() -> None:
+    """deploy.sh carries the file install-torch writes, and cloud-init's user-data holds 16 KiB:
+    the whole file (every Python, both CPUs) is ~6 KB, one environment's a tenth of it."""
+    wheels = torch_wheels("2.14.1", "cu130")
+    assert wheels is not None
+    text = wheels.requirements_for(("torch", "torchvision"), "3.12", "x86_64")
+    assert text is not None and len(text) < 700 < len(wheels.text) / 8
+    required = [line for line in text.splitlines() if not line.startswith("#")]
+    assert required == [
+        f"torch==2.14.1 --hash=sha256:{wheels.sha256[wheels.wheel('torch', '3.12', 'x86_64') or '']}",
+        f"torchvision==0.29.1 --hash=sha256:{wheels.sha256[wheels.wheel('torchvision', '3.12', 'x86_64') or '']}",
+    ]
+    for line in required:  # the same hashes as the whole file's, for this Python and CPU
+        assert line.split("--hash=")[1] in wheels.text
+    assert (
+        "cp312-cp312-manylinux_2_28_x86_64" in text
+        and "aarch64" not in text
+        and "cp311" not in text
+    )
+    assert wheels.requirements_for(("torch", "torchvision"), "3.9", "x86_64") is None
+    assert wheels.requirements_for(("torch", "torchaudio"), "3.12", "x86_64") is None

@@ -65,6 +65,7 @@ def test_uv_installs_into_the_environment_checking_the_hashes_file() -> None:
         "--index-url", "https://pypi.org/simple", "--verify-hashes", "-r", "/h",
     )  # fmt: skip
     assert command.env["UV_NO_CONFIG"] == "1"
+    assert command.env["UV_SYSTEM_CERTS"] == "1"  # the machine's CA store, as pip uses
     assert op.image_command().argv[3] == "--no-cache"
     pins = ops.UvPipInstall("/opt/uv", "/e", ("torch==2.1",)).command().argv
     assert pins[-3:] == ("--python", "/e/bin/python", "torch==2.1")

@@ -37,6 +37,7 @@ from gpuwizard.core.ops import (
     PipInstall,
     SecretRef,
     Sha256,
+    UvPythonInstall,
     UvVenv,
 )
 from gpuwizard.core.plan import Plan
@@ -140,15 +141,18 @@ def recorded_v1_plan(name: str) -> dict[str, Any]:
 
 
 def schema_1_form(plan: Plan) -> Plan:
-    """The plan as a schema-1 journal reads into now: ``uv venv`` without ``--clear``, a Command."""
+    """The plan as a schema-1 journal reads into now: uv's commands as they were recorded (``uv
+    venv`` without ``--clear``, no ``UV_SYSTEM_CERTS``, which came later), so Commands that run as
+    recorded, never a typed operation that would run otherwise."""
 
     def old(action: Any) -> Any:
-        if not isinstance(action, UvVenv):
+        if not isinstance(action, UvVenv | UvPythonInstall):
             return action
         run = action.command()
         argv = tuple(word for word in run.argv if word != "--clear")
+        env = {key: value for key, value in run.env.items() if key != "UV_SYSTEM_CERTS"}
         return Command(
-            argv, env=run.env, timeout_s=run.timeout_s, silence_timeout_s=run.silence_timeout_s
+            argv, env=env, timeout_s=run.timeout_s, silence_timeout_s=run.silence_timeout_s
         )
 
     steps = tuple(dataclasses.replace(s, actions=tuple(map(old, s.actions))) for s in plan.steps)

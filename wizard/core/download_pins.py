@@ -82,9 +82,33 @@ class TorchWheels:
     text: str
     wheels: dict[tuple[str, str, str], str]
     """(package, python tag like cp312, arch) -> wheel file name."""
+    sha256: dict[str, str]
+    """Wheel file name -> its SHA-256."""
+    pins: dict[str, str]
+    """Package -> the version its requirement line pins ("torchvision" -> "0.29.1")."""
 
     def wheel(self, package: str, python: str, arch: str) -> str | None:
         return self.wheels.get((package, "cp" + python.replace(".", ""), arch))
+
+    def requirements_for(self, packages: tuple[str, ...], python: str, arch: str) -> str | None:
+        """The hashes file one environment needs: each package's one wheel for this Python and
+        CPU, with its SHA-256, in the file's own form. A few hundred bytes, where the whole file
+        (every Python, both CPUs) is about 6 KB: deploy.sh carries it, and cloud-init's user-data
+        must fit 16 KiB. None when a package has no wheel here."""
+        names = [self.wheel(package, python, arch) for package in packages]
+        if None in names or any(package not in self.pins for package in packages):
+            return None
+        lines = [
+            f"# torch {self.version} ({self.variant}) for CPython {python} on {arch}: the SHA-256",
+            "# of each wheel, from gpuwizard's wizard/core/torch-hashes (PyPI's PEP 691 JSON).",
+            *(f"# wheel {name} sha256:{self.sha256[name]}" for name in names if name),
+            *(
+                f"{package}=={self.pins[package]} --hash=sha256:{self.sha256[name]}"
+                for package, name in zip(packages, names, strict=True)
+                if name
+            ),
+        ]
+        return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -148,6 +172,7 @@ def image_digest(image: str) -> str | None:
     return load_pins().image_digests.get(image)
 
 
+_PINNED = re.compile(r"^([A-Za-z0-9_.-]+)==(\S+)", re.MULTILINE)
 _WHEEL_LINE = re.compile(r"# wheel (?P<file>\S+\.whl) sha256:(?P<sha>[0-9a-f]{64})")
 
 
@@ -174,4 +199,6 @@ def torch_wheels(version: str, variant: str) -> TorchWheels | None:
         if abi == python:  # not a free-threaded (cp314t) build: the envs gpuwizard makes
             arch = "aarch64" if platform.endswith("aarch64") else "x86_64"
             wheels[(package, python, arch)] = name
-    return TorchWheels(version, variant, text, wheels)
+    pins = dict(_PINNED.findall(text))
+    hashes = {m.group("file"): m.group("sha") for m in _WHEEL_LINE.finditer(text)}
+    return TorchWheels(version, variant, text, wheels, hashes, pins)

@@ -43,8 +43,16 @@ _APT_LOCK = ("-o", f"DPkg::Lock::Timeout={APT_LOCK_TIMEOUT_S}")
 _KEEP_CONFIG = ("-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold")
 """Keep a locally modified configuration file; take the package's for one never touched."""
 _NO_PROGRESS_BAR = ("-o", "Dpkg::Progress-Fancy=0")
-UV_ENV: Mapping[str, str] = {"UV_PYTHON_INSTALL_DIR": PYTHONS_DIR, "UV_NO_CONFIG": "1"}
-"""uv keeps the CPython it installs under gpuwizard's prefix and reads no user configuration."""
+UV_ENV: Mapping[str, str] = {
+    "UV_PYTHON_INSTALL_DIR": PYTHONS_DIR,
+    "UV_NO_CONFIG": "1",
+    "UV_SYSTEM_CERTS": "1",
+}
+"""uv keeps the CPython it installs under gpuwizard's prefix, reads no user configuration, and
+trusts the machine's certificate store (UV_SYSTEM_CERTS: docs.astral.sh/uv/concepts/
+authentication/certificates, read 2026-12-05) as pip does, not only its bundled roots: a server
+behind a proxy with its own CA, put in the system store by its admin, works with uv as with pip
+(a chroot on this project's network needed it: the chroot tier's uv said "UnknownIssuer")."""
 DOWNLOAD_TOOL = "gpuwizard-fetch"
 """gpuwizard's own downloader: URL -> file, checked against its pin, atomic (runner/fetch.py)."""
 

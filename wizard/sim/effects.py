@@ -322,7 +322,7 @@ def uv_pip_install(sandbox: Sandbox, args: list[str]) -> tuple[list[str], int]:
         text = file.read_text()
         found = re.search(r"-(cu\d+|cpu)\.hashes\.txt$", file.name)
         variant = found.group(1) if found else ""
-        pins += re.findall(r"^(\S+==\S+) \\$", text, re.MULTILINE)
+        pins += re.findall(r"^([A-Za-z0-9_.-]+==[^\s\\]+)", text, re.MULTILINE)
         python = "cp" + (env_python(sandbox, env) or "3.12").replace(".", "")
         uname = sandbox.json("commands.json", {}).get("uname -m", {})
         arch = str(uname.get("stdout", "x86_64")).strip() or "x86_64"

@@ -843,8 +843,9 @@ if gw_begin 7 create-env 'Create the Python environment /opt/gpuwizard/envs/pyto
   gw_fetch pypi:uv==0.13.9 /opt/gpuwizard/bin/uv --sha256 \
       d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
       uv-0.13.9.data/scripts/uv
-  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 -- /opt/gpuwizard/bin/uv venv \
-      --seed --clear --python /usr/bin/python3.11 /opt/gpuwizard/envs/pytorch
+  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
+      /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.11 \
+      /opt/gpuwizard/envs/pytorch
   gw_done create-env
 fi
 
@@ -857,65 +858,16 @@ if gw_begin 8 install-torch 'Install PyTorch 2.14.1 (cu130)'; then
       d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
       uv-0.13.9.data/scripts/uv
   gw_write /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt 0644 <<'GPUWIZARD_EOF'
-# torch 2.14.1 (cu130, PyPI's default build) and torchvision 0.29.1: the SHA-256 of
-# every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come
-# from the same index as pip resolves them, not pinned by hash.
-# Source: the PEP 691 JSON of https://pypi.org/simple/torch/ and https://pypi.org/simple/torchvision/, read 2026-12-03
-# by tools/torch_hashes.py.
-# wheel torch-2.14.1-cp310-cp310-manylinux_2_28_aarch64.whl sha256:957df236525bcd940ccd9ca59074e9821182171253417c0d98e7b82647254799
-# wheel torch-2.14.1-cp310-cp310-manylinux_2_28_x86_64.whl sha256:1fee6b20869a90ccec05e35559a706338ac8aab40a9c4fb58f16667e93af36ae
-# wheel torch-2.14.1-cp311-cp311-manylinux_2_28_aarch64.whl sha256:ef1276fd07adb8d463ac402a24ea7482e45c9a42df8ebdac211aa757779200ba
+# torch 2.14.1 (cu130) for CPython 3.11 on x86_64: the SHA-256
+# of each wheel, from gpuwizard's wizard/core/torch-hashes (PyPI's PEP 691 JSON).
 # wheel torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl sha256:305a61f61f35f128579f299c5bd33d475f6a01c6307336139632e30856c4854d
-# wheel torch-2.14.1-cp312-cp312-manylinux_2_28_aarch64.whl sha256:0b13acde294b401509830d85a8906cbf2fc97425a12a66cce1d9fa13c5106a2a
-# wheel torch-2.14.1-cp312-cp312-manylinux_2_28_x86_64.whl sha256:23011fe29a99b591eabb3a31a25080c62e2c2f0690a3c798744e5489dae50451
-# wheel torch-2.14.1-cp313-cp313-manylinux_2_28_aarch64.whl sha256:6d530bd11479fb574567af3a1f384af9a77bf5bb9550cde8080b356ca7220d5a
-# wheel torch-2.14.1-cp313-cp313-manylinux_2_28_x86_64.whl sha256:c8f71aabc67bcbfc9373dc131537a5968d04edce73e88add21354a7cd0a76985
-# wheel torch-2.14.1-cp314-cp314-manylinux_2_28_aarch64.whl sha256:f68f5476e2bc0e8f60b74f7ca21acda885c4477af6392f8977e4f0d1ea1aa162
-# wheel torch-2.14.1-cp314-cp314-manylinux_2_28_x86_64.whl sha256:1d4df07be7338bbcc4d54085adee21363c91314702b9bd4d78ef72ffac9465ba
-# wheel torch-2.14.1-cp314-cp314t-manylinux_2_28_aarch64.whl sha256:9113f94f70429f9f302bf55b090b5411269083e8a72a5d015ffcc5a7f83f2c69
-# wheel torch-2.14.1-cp314-cp314t-manylinux_2_28_x86_64.whl sha256:e65d5fe136e533b23c2d134377f7f126721c7c78dd75b3dbb735af082a8aeb85
-torch==2.14.1 \
-    --hash=sha256:957df236525bcd940ccd9ca59074e9821182171253417c0d98e7b82647254799 \
-    --hash=sha256:1fee6b20869a90ccec05e35559a706338ac8aab40a9c4fb58f16667e93af36ae \
-    --hash=sha256:ef1276fd07adb8d463ac402a24ea7482e45c9a42df8ebdac211aa757779200ba \
-    --hash=sha256:305a61f61f35f128579f299c5bd33d475f6a01c6307336139632e30856c4854d \
-    --hash=sha256:0b13acde294b401509830d85a8906cbf2fc97425a12a66cce1d9fa13c5106a2a \
-    --hash=sha256:23011fe29a99b591eabb3a31a25080c62e2c2f0690a3c798744e5489dae50451 \
-    --hash=sha256:6d530bd11479fb574567af3a1f384af9a77bf5bb9550cde8080b356ca7220d5a \
-    --hash=sha256:c8f71aabc67bcbfc9373dc131537a5968d04edce73e88add21354a7cd0a76985 \
-    --hash=sha256:f68f5476e2bc0e8f60b74f7ca21acda885c4477af6392f8977e4f0d1ea1aa162 \
-    --hash=sha256:1d4df07be7338bbcc4d54085adee21363c91314702b9bd4d78ef72ffac9465ba \
-    --hash=sha256:9113f94f70429f9f302bf55b090b5411269083e8a72a5d015ffcc5a7f83f2c69 \
-    --hash=sha256:e65d5fe136e533b23c2d134377f7f126721c7c78dd75b3dbb735af082a8aeb85
-# wheel torchvision-0.29.1-cp310-cp310-manylinux_2_28_aarch64.whl sha256:2485e48e13afa9a8459ee7514b3cc70ed8a0a00778e0eac9c666a6fcdc7e7719
-# wheel torchvision-0.29.1-cp310-cp310-manylinux_2_28_x86_64.whl sha256:ad9e4516294d6911a4287bdb8256d6fed96f34be3efa53b3eefa6716663de0c8
-# wheel torchvision-0.29.1-cp311-cp311-manylinux_2_28_aarch64.whl sha256:4838f8989eaf85eb84602639f4354cdad9c38468b8b05b34b0e6e96945814e7c
 # wheel torchvision-0.29.1-cp311-cp311-manylinux_2_28_x86_64.whl sha256:2cb678029a5dd45afbbfa662fce49736827d52be33242b5a8a731e0db02ccdf5
-# wheel torchvision-0.29.1-cp312-cp312-manylinux_2_28_aarch64.whl sha256:6e111c6ead37ba63347548c5bd84e1b6a60b187854a19bc2c87c9a48396888d9
-# wheel torchvision-0.29.1-cp312-cp312-manylinux_2_28_x86_64.whl sha256:6c717bd68dddaebbd9525377a17a84e38a291a33a218f59fdb76e8bb41e61c99
-# wheel torchvision-0.29.1-cp313-cp313-manylinux_2_28_aarch64.whl sha256:6231a8913a87b2943ad8779c4315992d1fce833901ddd28316382d3b003628c5
-# wheel torchvision-0.29.1-cp313-cp313-manylinux_2_28_x86_64.whl sha256:c1b7f92604791dd0daa566f6fcc1eea0801753a34430c3ebdf79cfab2d96904c
-# wheel torchvision-0.29.1-cp314-cp314-manylinux_2_28_aarch64.whl sha256:ad1e39d2b249d5c814a08f4846e927bac1dfa37c21e4c98a6b6a3cfa2032f5ab
-# wheel torchvision-0.29.1-cp314-cp314-manylinux_2_28_x86_64.whl sha256:7e525b2fb6ba6575223e7e3b64bb4c3992124f3f4083c3097127bbce5098c237
-# wheel torchvision-0.29.1-cp314-cp314t-manylinux_2_28_aarch64.whl sha256:22d992ada5a3717fd2f3e08b1f41ed984f3a7f498fd92f32618c26649592c700
-# wheel torchvision-0.29.1-cp314-cp314t-manylinux_2_28_x86_64.whl sha256:8ce8d1baa17da6d681ae35128148624287dcf3ea947116ec07520f860828f4ff
-torchvision==0.29.1 \
-    --hash=sha256:2485e48e13afa9a8459ee7514b3cc70ed8a0a00778e0eac9c666a6fcdc7e7719 \
-    --hash=sha256:ad9e4516294d6911a4287bdb8256d6fed96f34be3efa53b3eefa6716663de0c8 \
-    --hash=sha256:4838f8989eaf85eb84602639f4354cdad9c38468b8b05b34b0e6e96945814e7c \
-    --hash=sha256:2cb678029a5dd45afbbfa662fce49736827d52be33242b5a8a731e0db02ccdf5 \
-    --hash=sha256:6e111c6ead37ba63347548c5bd84e1b6a60b187854a19bc2c87c9a48396888d9 \
-    --hash=sha256:6c717bd68dddaebbd9525377a17a84e38a291a33a218f59fdb76e8bb41e61c99 \
-    --hash=sha256:6231a8913a87b2943ad8779c4315992d1fce833901ddd28316382d3b003628c5 \
-    --hash=sha256:c1b7f92604791dd0daa566f6fcc1eea0801753a34430c3ebdf79cfab2d96904c \
-    --hash=sha256:ad1e39d2b249d5c814a08f4846e927bac1dfa37c21e4c98a6b6a3cfa2032f5ab \
-    --hash=sha256:7e525b2fb6ba6575223e7e3b64bb4c3992124f3f4083c3097127bbce5098c237 \
-    --hash=sha256:22d992ada5a3717fd2f3e08b1f41ed984f3a7f498fd92f32618c26649592c700 \
-    --hash=sha256:8ce8d1baa17da6d681ae35128148624287dcf3ea947116ec07520f860828f4ff
+torch==2.14.1 --hash=sha256:305a61f61f35f128579f299c5bd33d475f6a01c6307336139632e30856c4854d
+torchvision==0.29.1 --hash=sha256:2cb678029a5dd45afbbfa662fce49736827d52be33242b5a8a731e0db02ccdf5
 GPUWIZARD_EOF
-  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 -- /opt/gpuwizard/bin/uv pip \
-      install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url https://pypi.org/simple \
-      --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
+  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
+      https://pypi.org/simple --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
   gw_done install-torch
 fi
 
