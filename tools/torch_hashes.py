@@ -50,8 +50,8 @@ def render(index: str, version: str, variant: str, vision: str) -> str:
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     lines = [
         f"# torch {version} ({variant}, PyPI's default build) and torchvision {vision}: the SHA-256 of",
-        "# every Linux wheel, for `pip download --require-hashes --no-deps`. Their dependencies come",
-        "# from the same index as pip resolves them, not pinned by hash.",
+        "# every Linux wheel; install-torch writes the environment's own (uv --verify-hashes, or",
+        "# pip download --require-hashes --no-deps). Dependencies come by version, not by hash.",
         f"# Source: the PEP 691 JSON of {index}/torch/ and {index}/torchvision/, read {today}",
         "# by tools/torch_hashes.py.",
     ]
