@@ -178,7 +178,7 @@ class BenchmarkView(StageView):
         Binding("x", "stop", "Stop"),
         Binding("r", "again", "Run again"),
         Binding("s", "skip", "Skip"),
-        Binding("escape", "leave", "Skip", show=False),
+        Binding("escape", "later", "Later", show=False),
     ]
     DEFAULT_CSS = """
     BenchmarkView #status { height: 1; padding: 0 1; }
@@ -233,8 +233,8 @@ class BenchmarkView(StageView):
             "running": {"stop"},
             "done": {"again", "proceed"},
         }[self.state]
-        if action == "leave":  # Esc: skip it before it runs, go on once it is done
-            return self.state != "running"
+        if action == "later":  # Esc before it runs: not now (`gpuwizard bench` runs it later)
+            return self.state == "ready"
         return (
             action in allowed if action in {"begin", "stop", "again", "skip", "proceed"} else True
         )
@@ -347,11 +347,8 @@ class BenchmarkView(StageView):
     def action_skip(self) -> None:
         self.answer(Benchmarked(None))
 
-    def action_leave(self) -> None:
-        if self.state == "ready":
-            self.action_skip()
-        elif self.state == "done":
-            self.action_proceed()
+    def action_later(self) -> None:
+        self.action_skip()
 
     def action_proceed(self) -> None:
         if self.state == "done" and self.summary is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "continue · run the next step · begin the benchmark"),
     ("c", "continue where a list takes Enter (choices, export)"),
-    ("esc / b", "back (on the reboot view: reboot later)"),
+    ("esc / b", "back (reboot view, benchmark: later)"),
     ("a", "run all remaining steps without asking each time"),
     ("s", "skip a step, or the benchmark"),
     ("r", "retry a failed step · reboot now · benchmark again"),

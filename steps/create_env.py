@@ -103,8 +103,9 @@ class CreateEnv:
         python = f"/usr/bin/python{self.env.python}"
         if self.env.python_source == "standalone":
             # uv finds the CPython it installed by version; its exact path is not known in advance.
-            # The uv that installed it (install-python) is the one that makes the venv.
-            return (UvVenv(UV, self.env.python, self.env.path),)
+            # uv is fetched again, as every step that runs it does: install-python may have been
+            # done in an earlier run, or by another gpuwizard with another uv.
+            return (fetch_uv(self.arch), UvVenv(UV, self.env.python, self.env.path))
         if uv_runs(self.arch):
             return (fetch_uv(self.arch), UvVenv(UV, python, self.env.path))
         create = Venv(python, self.env.path)

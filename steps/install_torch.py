@@ -137,13 +137,17 @@ class InstallTorch:
     def uv_install(self, env: str) -> tuple[Action, ...]:
         """One uv install: the hashed set from its hashes file (exactly torch and torchvision,
         the set hashed_wheels found every wheel of), or the set by version from its index."""
+        # The set is always installed again: a torch of the same version but another CUDA build
+        # satisfies "==" and uv would keep it (the step runs only when the set is not right).
+        again = packages(self.torch)
         if hashed_wheels(self.torch, self.env.python, self.arch) is None:
-            return (UvPipInstall(UV, env, self.torch.requirements(), self.torch.index_url),)
+            requirements, index = self.torch.requirements(), self.torch.index_url
+            return (UvPipInstall(UV, env, requirements, index, reinstall=again),)
         text = self.hashes_text()
         hashes = f"{DOWNLOADS_DIR}/torch-{self.torch.version}-{self.torch.variant}.hashes.txt"
         return (
             WriteFile(hashes, text, 0o644),
-            UvPipInstall(UV, env, index_url=PYPI_INDEX, hashes_file=hashes),
+            UvPipInstall(UV, env, index_url=PYPI_INDEX, hashes_file=hashes, reinstall=again),
         )
 
     def hashed_install(self, env: str, wheels: tuple[str, ...]) -> tuple[Action, ...]:

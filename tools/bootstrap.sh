@@ -11,7 +11,7 @@
 #      without python3 at all gets python3 and python3-venv, each said before it happens; then 1;
 #   3. otherwise the pinned uv release is fetched from the package index (PEP 691 simple API,
 #      PIP_INDEX_URL respected, https only), its SHA-256 checked against the value pinned below
-#      (the same as wizard/core/pins.yaml), and uv builds the environment, from a system Python
+#      (the same as wizard/core/download_pins.yaml), and uv builds the environment, from a system Python
 #      >= 3.10 if there is one, else from a standalone CPython it downloads from
 #      python-build-standalone's releases and checks against the SHA-256 its own release carries.
 #      uv trusts the system certificate store (UV_SYSTEM_CERTS), as Python's downloader does.
@@ -27,7 +27,7 @@ set -Eeuo pipefail
 UV_VERSION="0.13.9"
 UV_SHA256_X86_64="d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19"
 UV_SHA256_AARCH64="5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe"
-PIP_VERSION="26.3" # as wizard/core/pins.yaml pins it for Python >= 3.10 (a test keeps them equal)
+PIP_VERSION="26.3" # as wizard/core/download_pins.yaml pins it for Python >= 3.10 (a test keeps them equal)
 STANDALONE_PYTHON="3.12"
 
 here=$(CDPATH='' cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)

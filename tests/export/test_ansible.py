@@ -193,6 +193,10 @@ def test_pins_are_the_plans() -> None:
         [
             "--python",
             "/opt/gpuwizard/envs/pytorch/bin/python",
+            "--reinstall-package",
+            "torch",
+            "--reinstall-package",
+            "torchvision",
             "--index-url",
             "https://download.pytorch.org/whl/cu126",
             "torch==2.14.1",

@@ -213,7 +213,8 @@ def test_only_image_steps_are_built_and_host_steps_are_listed() -> None:
 
 UV_INSTALL = (
     "UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 /opt/gpuwizard/bin/uv pip install "
-    "--no-cache --python /opt/gpuwizard/envs/pytorch/bin/python --index-url "
+    "--no-cache --python /opt/gpuwizard/envs/pytorch/bin/python --reinstall-package torch --reinstall-package torchvision "
+    "--index-url "
 )
 
 
@@ -426,7 +427,10 @@ def test_hostile_values_stay_exact_and_the_dockerfile_still_passes_hadolint(
         assert python == f"{env_path}/bin/python"
     uv = next(i for i in found if "torch==" in i)
     python = shell_word(env_path + "/bin/python")
-    assert f"/opt/gpuwizard/bin/uv pip install --no-cache --python {python} --index-url " in uv
+    again = "--reinstall-package torch --reinstall-package torchvision"
+    assert (
+        f"/opt/gpuwizard/bin/uv pip install --no-cache --python {python} {again} --index-url " in uv
+    )
     env_line = next((i for i in found if i.startswith("ENV VIRTUAL_ENV=")), None)
     if "\\" in env_path:  # hadolint cannot parse an escaped backslash in ENV: left out
         assert env_line is None

@@ -78,3 +78,36 @@ def test_a_hashes_file_without_this_pythons_wheel_fails_the_torch_install(sim):
     assert codes[-1] == EXIT_FAILED
     assert host.step_states()["install-torch"] == "failed"
     assert effects.installed_torch(host.sandbox, ENV) is None
+
+
+def test_another_cuda_build_of_the_same_torch_is_installed_again_not_audited(sim):
+    """torch==2.14.1 is met by 2.14.1+cu128 (PEP 440): without --reinstall-package uv keeps it,
+    the step's verify fails on every run and deploy.sh ends with the wrong build."""
+    host = sim(H100)
+    site = host.sandbox.path(f"{ENV}/lib/python3.10/site-packages")
+    site.mkdir(parents=True)
+    host.sandbox.path(f"{ENV}/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.10.12\n")
+    (site / "torch-2.14.1+cu128.dist-info").mkdir()
+    pins = [
+        "--python",
+        f"{ENV}/bin/python",
+        "--index-url",
+        "https://pypi.org/simple",
+        "torch==2.14.1",
+    ]
+    lines, code = effects.uv_pip_install(host.sandbox, pins)
+    assert code == 0 and "Installed 0 packages" in lines  # what uv does: audited, kept
+    assert [d.name for d in site.glob("torch-*.dist-info")] == ["torch-2.14.1+cu128.dist-info"]
+    again = ["--reinstall-package", "torch", *pins]
+    lines, code = effects.uv_pip_install(host.sandbox, again)
+    assert code == 0 and " + torch==2.14.1" in lines
+    assert [d.name for d in site.glob("torch-*.dist-info")] == ["torch-2.14.1.dist-info"]
+
+
+def test_the_planned_torch_install_always_installs_the_set_again(sim):
+    host = sim(H100)
+    install = [key for key in planned_commands(host.plan()) if is_uv_torch_install(key)]
+    assert install and all(
+        "--reinstall-package torch --reinstall-package torchvision" in " ".join(key)
+        for key in install
+    )

@@ -268,12 +268,16 @@ def test_torch_is_pinned_from_its_index(table):
     fetch, install = next(s for s in steps if s.id == "install-torch").plan(facts)
     assert argv(fetch)[0] == "gpuwizard-fetch" and "--sha256" in argv(fetch), "uv is pinned"
     assert isinstance(install, UvPipInstall)
-    assert argv(install)[:6] == (
+    assert argv(install)[:10] == (
         UV,
         "pip",
         "install",
         "--python",
         f"{install.env}/bin/python",
+        "--reinstall-package",  # another CUDA build of 2.14.1 would satisfy ==2.14.1: kept
+        "torch",
+        "--reinstall-package",
+        "torchvision",
         "--index-url",
     )
     assert argv(install)[-3:] == (

@@ -186,7 +186,8 @@ async def test_the_reboot_view_says_the_command_that_comes_back_to_this_machine(
 
 async def test_the_benchmark_names_the_skipped_steps_and_esc_skips_it(simulated: Backend) -> None:
     """A setup with a skipped step is incomplete: the screen before the benchmark says which, as
-    Verify and Done do; Esc there skips the benchmark, as s does (noticed at stop 33)."""
+    Verify and Done do; Esc there means later, as on the reboot view: it skips the benchmark, as
+    s does (noticed at stop 33)."""
     stage, after = set_up("580.178.04")
     left = ("Install NVIDIA Fabric Manager (NVSwitch)",)
     view = view_for(flow.Benchmarking(after, stage.plan, stage.selection, left=left), Effects(simulated), "ssh")  # fmt: skip

@@ -50,6 +50,7 @@ from gpuwizard.recommend.result import Recommendation
 from gpuwizard.recommend.table import load_table
 from gpuwizard.recommend.target import target_from_facts
 from gpuwizard.runner.journal import new_journal, parse
+from gpuwizard.steps.install_python import UV
 from tests.conftest import facts_of
 from tests.export.conftest import ALL_OPTIONS, PROFILES
 from tests.schema1 import recorded_runs, v1_action, v1_plan
@@ -129,7 +130,7 @@ RUNS = [_as_meant_now(run) for run in RUNS]
 def recorded_v1_plan(name: str) -> dict[str, Any]:
     """The case's plan as schema 1 wrote it: its file writes, and the runs gpuwizard recorded."""
     _, plan = cases()[name]
-    data = v1_plan(plan)
+    data = v1_plan(schema_1_form(plan))
     for step in data["steps"]:
         writes = iter(a for a in step["actions"] if a["kind"] == "write")
         recorded = iter(RUNS[i] for i in RECORDED[name].get(step["id"], []))
@@ -155,7 +156,16 @@ def schema_1_form(plan: Plan) -> Plan:
             argv, env=env, timeout_s=run.timeout_s, silence_timeout_s=run.silence_timeout_s
         )
 
-    steps = tuple(dataclasses.replace(s, actions=tuple(map(old, s.actions))) for s in plan.steps)
+    def then(step: Any) -> tuple[Any, ...]:
+        # create-env fetches uv itself since 2026-12-05 (schema 1 used install-python's)
+        fetched = step.id == "create-env" and any(isinstance(a, UvVenv) for a in step.actions)
+        return tuple(
+            old(a)
+            for a in step.actions
+            if not (fetched and isinstance(a, Download) and a.dest == UV)
+        )
+
+    steps = tuple(dataclasses.replace(s, actions=then(s)) for s in plan.steps)
     return dataclasses.replace(plan, steps=steps)
 
 

@@ -412,6 +412,10 @@ class UvPipInstall(_Program):
     index_url: str | None = None
     hashes_file: str | None = None
     """A requirements file with ``--hash`` lines, checked with ``--verify-hashes``."""
+    reinstall: tuple[str, ...] = ()
+    """Packages installed again even when one that satisfies the pin is there: ``==2.14.1`` is
+    met by ``2.14.1+cu128`` (PEP 440), so a change of CUDA build at the same version would be
+    audited and left as it was (uv checks hashes only of what it installs)."""
     timeout_s: float = 3600
     silence_timeout_s: float = 900
 
@@ -426,7 +430,8 @@ class UvPipInstall(_Program):
         index = ("--index-url", self.index_url) if self.index_url is not None else ()
         hashes = ("--verify-hashes", "-r", self.hashes_file) if self.hashes_file is not None else ()
         uv = (self.uv, "pip", "install", *first, "--python", f"{self.env}/bin/python")
-        return (*uv, *index, *hashes, *self.requirements)
+        again = tuple(word for name in self.reinstall for word in ("--reinstall-package", name))
+        return (*uv, *again, *index, *hashes, *self.requirements)
 
 
 @dataclass(frozen=True)

@@ -254,13 +254,16 @@ def _pip_install(env: str, rest: tuple[str, ...], limits: _Limits) -> Iterator[P
 
 
 def _uv_pip_install(uv: str, env: str, rest: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
+    again: tuple[str, ...] = ()
+    while rest[:1] == ("--reinstall-package",) and len(rest) > 1:
+        again, rest = (*again, rest[1]), rest[2:]
     index = rest[rest.index("--index-url") + 1] if "--index-url" in rest[:-1] else None
     rest = rest[2:] if index is not None else rest
     match rest:
         case ("--verify-hashes", "-r", hashes):
-            yield UvPipInstall(uv, env, (), index, hashes, **limits)
+            yield UvPipInstall(uv, env, (), index, hashes, again, **limits)
         case _ if _names(rest):
-            yield UvPipInstall(uv, env, rest, index, **limits)
+            yield UvPipInstall(uv, env, rest, index, reinstall=again, **limits)
 
 
 def _system(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:

@@ -2,15 +2,15 @@
 
 Each field of ``SetupRequest`` is a wish: its type and default, and in the field's metadata its
 ``Wish``: the command-line flag and help, the label the Choose view shows and how, the values it
-may take and the check of its form. The command line's options (``frontends.cliargs``), the
-Choose view's selects, inputs and checkboxes (``screens.recommend``), answers.yaml's ``request``
+may take and the check of its form. The command line's options (wizard/frontends/cliargs.py), the
+Choose view's selects, inputs and checkboxes (screens/choose.py), answers.yaml's ``request``
 block (whose keys are the field names), the check of an answers file and the differences between
 two requests (``differences``) are all made from these declarations: a new wish is one field here
 plus its effect in the engine or the planner.
 
 The request is the only input the engine, the planner and the exporters take from a person,
 whichever front end took it. Pure: no I/O and no table (whether a pinned release exists, or fits
-a host, is the engine's business: ``recommend.pins`` and ``recommend.pinned``).
+a host, is the engine's business: wizard/recommend/release_pins.py and host_pins.py).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ formats events: it never reads the worker or the machine.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -86,10 +87,9 @@ class Progress:
                 return None
             case bp.Sample():
                 self.samples += 1
-                plural = "" if self.samples == 1 else "s"
                 return (
                     f"  {self.running(item.mode, item.world_size)}, batch {item.batch_size}: "
-                    f"{self.samples} sample{plural}, {item.images_per_s:,.0f} img/s now, "
+                    f"{counted(self.samples, 'sample')}, {item.images_per_s:,.0f} img/s now, "
                     f"{self.elapsed()} elapsed"
                 )
         return None
@@ -98,7 +98,9 @@ class Progress:
         if not self.redraw:
             print(status, file=self.live, flush=True)
             return
-        width = shutil.get_terminal_size().columns - 1  # a wrapped line cannot be redrawn
+        # the live stream's own width (stdout may be a file: bench --json > r.json); a wrapped
+        # line cannot be redrawn
+        width = terminal_columns(self.live) - 1
         raw_stream(self.live).write(ERASE_LINE)
         self.live.write(status[:width])
         self.live.flush()
@@ -145,9 +147,17 @@ class Progress:
         if on_cpu:
             where = "the CPU" if item.world_size == 1 else f"{item.world_size} CPU processes"
         else:
-            where = f"{item.world_size} GPU{'s' if item.world_size > 1 else ''}"
+            where = counted(item.world_size, "GPU")
         return (
             f"  {item.mode} on {where}: {item.images_per_s:,.0f} img/s "
             f"({item.per_gpu:,.0f} per {'process' if on_cpu else 'GPU'}, batch {item.batch_size}, "
-            f"{item.samples} samples)"
+            f"{counted(item.samples, 'sample')})"
         )
+
+
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to; 80 where it cannot be read."""
+    try:
+        return os.get_terminal_size(raw_stream(stream).fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size().columns

@@ -334,11 +334,26 @@ def uv_pip_install(sandbox: Sandbox, args: list[str]) -> tuple[list[str], int]:
             ):
                 return [f"error: no wheel of {name} in {file.name} matches {python} on {arch}: "
                         "hash mismatch"], 1  # fmt: skip
+    again = {words[i + 1] for i, word in enumerate(words[:-1]) if word == "--reinstall-package"}
+    pins = [pin for pin in pins if pin.split("==")[0] in again or not satisfied(sandbox, env, pin)]
     index = words[words.index("--index-url") + 1] if "--index-url" in words else ""
     lines = pip_install(sandbox, env, ["--index-url", index, *pins] if index else pins, variant)
     installed = lines[-1].removeprefix("Successfully installed ").split()
     resolved = [f"Resolved {len(installed)} packages", f"Installed {len(installed)} packages"]
     return resolved + [f" + {p.replace('-', '==', 1)}" for p in installed], 0
+
+
+def satisfied(sandbox: Sandbox, env: str, pin: str) -> bool:
+    """As uv judges a pin against what is installed (PEP 440): ``torch==2.14.1`` is met by
+    ``2.14.1`` and by ``2.14.1+cu128``; ``torch==2.14.1+cu126`` only by itself. uv keeps a
+    package that satisfies its pin unless told to install it again (``--reinstall-package``)."""
+    name, _, wanted = pin.partition("==")
+    site = sandbox.path(f"{env}/lib/python{env_python(sandbox, env) or '3.12'}/site-packages")
+    for info in site.glob(f"{name}-*.dist-info") if site.exists() else ():
+        have = info.name.removesuffix(".dist-info").split("-", 1)[1]
+        if have == wanted or ("+" not in wanted and have.split("+")[0] == wanted):
+            return True
+    return False
 
 
 def write_torch_version(site: Path, version: str, variant: str) -> None:

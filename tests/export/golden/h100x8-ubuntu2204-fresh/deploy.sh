@@ -677,8 +677,9 @@ torch==2.14.1 --hash=sha256:1fee6b20869a90ccec05e35559a706338ac8aab40a9c4fb58f16
 torchvision==0.29.1 --hash=sha256:ad9e4516294d6911a4287bdb8256d6fed96f34be3efa53b3eefa6716663de0c8
 GPUWIZARD_EOF
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
-      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
-      https://pypi.org/simple --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python \
+      --reinstall-package torch --reinstall-package torchvision --index-url https://pypi.org/simple \
+      --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
   gw_done install-torch
 fi
 

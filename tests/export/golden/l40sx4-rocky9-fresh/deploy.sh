@@ -843,8 +843,9 @@ torch==2.14.1 --hash=sha256:23011fe29a99b591eabb3a31a25080c62e2c2f0690a3c798744e
 torchvision==0.29.1 --hash=sha256:6c717bd68dddaebbd9525377a17a84e38a291a33a218f59fdb76e8bb41e61c99
 GPUWIZARD_EOF
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
-      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
-      https://pypi.org/simple --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python \
+      --reinstall-package torch --reinstall-package torchvision --index-url https://pypi.org/simple \
+      --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
   gw_done install-torch
 fi
 

@@ -866,8 +866,9 @@ torch==2.14.1 --hash=sha256:305a61f61f35f128579f299c5bd33d475f6a01c6307336139632
 torchvision==0.29.1 --hash=sha256:2cb678029a5dd45afbbfa662fce49736827d52be33242b5a8a731e0db02ccdf5
 GPUWIZARD_EOF
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
-      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
-      https://pypi.org/simple --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python \
+      --reinstall-package torch --reinstall-package torchvision --index-url https://pypi.org/simple \
+      --verify-hashes -r /var/cache/gpuwizard/torch-2.14.1-cu130.hashes.txt
   gw_done install-torch
 fi
 

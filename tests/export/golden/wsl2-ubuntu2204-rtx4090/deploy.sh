@@ -597,7 +597,8 @@ if gw_begin 2 install-torch 'Install PyTorch 2.14.1 (cu126)'; then
       d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
       uv-0.13.9.data/scripts/uv
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
-      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python \
+      --reinstall-package torch --reinstall-package torchvision --index-url \
       https://download.pytorch.org/whl/cu126 torch==2.14.1 torchvision==0.29.1
   gw_done install-torch
 fi
