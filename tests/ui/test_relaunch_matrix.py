@@ -37,7 +37,7 @@ GATES = {  # step -> (its command, a word of its arguments): the call the step w
     "install-nvidia-driver": ("apt-get", "install nvidia-driver"),
     "install-fabric-manager": ("apt-get", "install nvidia-fabricmanager"),
     "enable-persistence": ("systemctl", "enable nvidia-persistenced"),
-    "install-torch": ("python", "pip=="),
+    "install-torch": ("uv", "--verify-hashes"),
     "verify-torch": ("python", "verify.json"),
 }
 
