@@ -10,6 +10,7 @@ with symlinks resolved inside it. Test-only: it needs PYTHONPATH to reach ``test
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,7 +46,11 @@ class Connection(ConnectionBase):
 
     def exec_command(self, cmd, in_data=None, sudoable=False):  # type: ignore[no-untyped-def]
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        argv = self.machine.in_root(["/bin/sh", "-c", cmd])
+        # uv's settings of the tier (offline, against the stand-in wheels: torch_standin.UV_ENV)
+        # reach the module as the runner's shim and deploy.sh get them; the task's own
+        # environment (the playbook's UV_ENV) comes after them in ``cmd``.
+        uv = {key: value for key, value in os.environ.items() if key.startswith("UV_")}
+        argv = self.machine.in_root(["/bin/sh", "-c", cmd], env=uv)
         process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
