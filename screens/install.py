@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from gpuwizard.runner import events as ev
+from gpuwizard.runner.view import ahead_line
 from gpuwizard.screens import install_parts as parts
 from gpuwizard.screens.capabilities import RunDetails
 from gpuwizard.screens.modals import ConfirmScreen, SearchScreen, SecretScreen
@@ -95,6 +96,7 @@ class InstallView(StageView, can_focus=False):
         self.asked: ev.PromptShown | None = None
         """The secret question shown last (asked once as it comes; Enter asks it again)."""
         self.log_seen: tuple[str | None, str | None, int] = (None, None, 0)
+        self.ahead_seen = 0
         """What the log pane has of the run: its step, its command, and how many of the events'
         output lines (for a step without a log file)."""
 
@@ -199,6 +201,9 @@ class InstallView(StageView, can_focus=False):
                 new = run.said - said
                 log.add(list(run.tail[-new:]), max(0, new - len(run.tail)))
         self.log_seen = (run.current, run.command, run.said)
+        if len(run.ahead) > self.ahead_seen:  # fetching ahead, between the steps' own lines
+            log.add([f"» {ahead_line(event)}" for event in run.ahead[self.ahead_seen :]])
+            self.ahead_seen = len(run.ahead)
 
     def show_question(self) -> None:
         """A secret question is asked once, as it comes (Enter asks it again)."""

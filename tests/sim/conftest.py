@@ -31,6 +31,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from gpuwizard.core.ahead import AHEAD_MARK
 from gpuwizard.core.facts import HostFacts
 from gpuwizard.core.plan import Plan, WriteFile
 from gpuwizard.core.request import SetupRequest
@@ -68,6 +69,11 @@ class Call:
     env: Mapping[str, str]
     stdin_tty: bool
     time: float
+
+    @property
+    def ahead(self) -> bool:
+        """Made by the process that fetches ahead, not by a step (runner/prefetch.py)."""
+        return self.env.get(AHEAD_MARK) == "1"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -241,13 +247,15 @@ class SimHost:
     def step_states(self) -> dict[str, str]:
         return {record.id: record.state for record in self.journal().steps}
 
-    def calls(self) -> list[Call]:
+    def calls(self, *, ahead: bool = False) -> list[Call]:
+        """The steps' tool calls in order; with ``ahead``, those made fetching ahead too."""
         if not self.sandbox.calls.exists():
             return []
         entries = [json.loads(line) for line in self.sandbox.calls.read_text().splitlines()]
-        return [
+        calls = [
             Call(e["tool"], tuple(e["argv"]), e["env"], e["stdin_tty"], e["time"]) for e in entries
         ]
+        return [call for call in calls if ahead or not call.ahead]
 
     def commands(self, since: int = 0) -> Counter[tuple[str, ...]]:
         return Counter(call.key for call in self.calls()[since:])

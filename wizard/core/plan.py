@@ -17,7 +17,7 @@ from typing import Any
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.ops import APT_ENV as APT_ENV
 from gpuwizard.core.ops import Action as Action
-from gpuwizard.core.ops import Command
+from gpuwizard.core.ops import Command, Prefetch
 from gpuwizard.core.ops import SecretRef as SecretRef
 from gpuwizard.core.ops import WriteFile as WriteFile
 from gpuwizard.core.ops import assert_never as assert_never
@@ -114,7 +114,7 @@ def secrets_in(plan: Plan) -> tuple[SecretRef, ...]:
     return tuple(found.values())
 
 
-def uses_downloads(action: Action) -> bool:
+def uses_downloads(action: Action | Prefetch) -> bool:
     """Whether an action reads or writes gpuwizard's download folder (which must stay root-only)."""
     inside = DOWNLOADS_DIR + "/"
     words = (action.path,) if isinstance(action, WriteFile) else action.command().argv

@@ -27,7 +27,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import Backend
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.journal import PASSED_STATES
-from gpuwizard.runner.view import RunView, Stopped, told_by
+from gpuwizard.runner.view import RunView, Stopped, ahead_line, told_by
 from gpuwizard.setup import flow
 from gpuwizard.setup.conduct import conduct
 from gpuwizard.setup.effects import Effects
@@ -119,6 +119,8 @@ class Printer:
                 write(f"==> stopped: {event.why}\n")
             case ev.RunFinished():
                 write(f"==> {event.summary}\n")
+            case ev.FetchedAhead():
+                write(f"    {ahead_line(event)}\n")
             case _:
                 pass
         self.out.flush()

@@ -2,6 +2,7 @@
 
 Started by ``gpuwizard apply`` or the TUI (through systemd-run or setsid), as root. The
 simulation starts ``python -m gpuwizard.sim.runner`` instead, which differs only in its Host.
+``ahead`` is the process the runner starts to fetch later steps' downloads (runner/prefetch.py).
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ import os
 import sys
 from pathlib import Path
 
+from gpuwizard.core.isolation import own_python
 from gpuwizard.core.paths import STATE_DIR
 from gpuwizard.machine.detect import local_host
 from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.prefetch import run_ahead
 from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gpuwizard.runner")
-    parser.add_argument("command", choices=("run",))
+    parser.add_argument("command", choices=("run", "ahead"))
     parser.add_argument("--state", type=Path, default=Path(STATE_DIR))
     parser.add_argument(
         "--yes", action="store_true", help="reboot without asking when a step needs it"
@@ -48,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     # this runner starts (a relative path, a Python started without isolation).
     os.chdir("/")
     host = local_host()
+    if args.command == "ahead":
+        return run_ahead(host, Tools(), state)
     options = SessionOptions(
         yes=args.yes,
         owner_uid=args.owner,
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         check_only=args.check_only,
         reboot_now=args.reboot_now,
         answer=answer_from(args),
+        ahead_command=tuple(own_python("-m", "gpuwizard.runner", "ahead", "--state", str(state))),
     )
     return run_session(lambda: host, Tools(), state, options)
 

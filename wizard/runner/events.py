@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from gpuwizard.core.codec import CodecError, from_jsonable, to_jsonable
 from gpuwizard.core.facts import BootSignal
@@ -161,6 +161,21 @@ class RunFinished:
     summary: str
 
 
+AheadState = Literal["started", "waiting", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class FetchedAhead:
+    """What fetching ahead did, as the runner saw it: a round started (``step`` None), the runner
+    waits for a later step's downloads (before that step, or before the reboot), or one step's
+    downloads ended. It never fails a step: a step whose downloads failed fetches them itself."""
+
+    KIND: ClassVar[str] = "fetched-ahead"
+    state: AheadState
+    step: str | None
+    detail: str
+
+
 RunEvent = (
     RunStarted
     | RebootDetected
@@ -175,6 +190,7 @@ RunEvent = (
     | RebootRequested
     | RunStopped
     | RunFinished
+    | FetchedAhead
 )
 
 

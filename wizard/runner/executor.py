@@ -24,9 +24,12 @@ from typing import BinaryIO
 
 from gpuwizard.core.isolation import SAFE_CWD, own_python
 from gpuwizard.core.ops import (
+    APT_FETCH_TOOL,
+    DOWNLOAD_TOOL,
     AptFixBroken,
     Command,
     DpkgConfigure,
+    Prefetch,
     Program,
     care_for,
 )
@@ -69,7 +72,10 @@ class Tools:
     """
 
     builtin: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: {"gpuwizard-fetch": own_python("-m", "gpuwizard.runner.fetch")}
+        default_factory=lambda: {
+            DOWNLOAD_TOOL: own_python("-m", "gpuwizard.runner.fetch"),
+            APT_FETCH_TOOL: own_python("-m", "gpuwizard.runner.aptfetch"),
+        }
     )
     shim: tuple[str, ...] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -122,12 +128,12 @@ class Executor:
     def log_path(self, step_id: str) -> Path:
         return self.logs_dir / f"{step_id}.log"
 
-    def __call__(self, step_id: str, action: Action) -> Outcome:
+    def __call__(self, step_id: str, action: Action | Prefetch) -> Outcome:
         outcome = self._carry_out(step_id, action)
         failpoint("executor.after_run")  # done, not yet recorded: a crash here re-runs it
         return outcome
 
-    def _carry_out(self, step_id: str, action: Action) -> Outcome:
+    def _carry_out(self, step_id: str, action: Action | Prefetch) -> Outcome:
         if uses_downloads(action):
             # What is downloaded there is run or installed from there: only root may enter.
             make_private_dir(self.host.path(DOWNLOADS_DIR))
@@ -138,7 +144,7 @@ class Executor:
                 return self.run(step_id, action)
 
     # ------------------------------------------------------------------------------ commands
-    def run(self, step_id: str, op: Program) -> Outcome:
+    def run(self, step_id: str, op: Program | Prefetch) -> Outcome:
         action, care = op.command(), care_for(op)
         if action.creates and self.host.exists(action.creates):
             return Outcome(True, f"skipped: {action.creates} exists")

@@ -118,7 +118,22 @@ def staged(destination: Path) -> Iterator[tuple[BinaryIO, Path]]:
         part.unlink(missing_ok=True)
 
 
+def already_here(destination: Path, check: Check, member: str | None) -> bool:
+    """A whole file already at ``destination`` that matches its pinned SHA-256 (fetched ahead,
+    or by an earlier run): it is kept, not downloaded again."""
+    if not check.sha256 or member or check.key or not destination.is_file():
+        return False
+    digest = hashlib.sha256()
+    with destination.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest() == check.sha256.lower()
+
+
 def fetch(url: str, destination: Path, check: Check, member: str | None) -> int:
+    if already_here(destination, check, member):
+        sys.stdout.write(f"kept {destination}: already here ({check.said()})\n")
+        return 0
     source = resolve_pypi(url) if url.startswith("pypi:") else url
     sys.stdout.write(f"fetching {source}\n")
     with staged(destination) as (handle, part):

@@ -97,8 +97,8 @@ def held_by_another(fd: int) -> bool:
 
 
 class RunnerLock:
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / "lock"
+    def __init__(self, state_dir: Path, name: str = "lock") -> None:
+        self.path = state_dir / name
         self.handle: IO[str] | None = None
 
     def acquire(self) -> None:

@@ -49,6 +49,7 @@ from gpuwizard.runner.journal import (
     StepRecord,
     now,
 )
+from gpuwizard.runner.prefetch import Ahead
 from gpuwizard.steps.base import PlanError, Step
 
 REBOOT_MISSED = "the reboot did not happen (the boot_id is unchanged)"
@@ -113,6 +114,8 @@ class Applier:
     """The person's answer, used only where neither the boot_id nor btime can judge the reboot."""
     reboot_missed: BootSignal | None = None
     """What said the reboot asked for last time did not happen: it is offered again."""
+    ahead: Ahead | None = None
+    """Fetching later steps' downloads beside the steps (runner/prefetch.py); None: not done."""
 
     # ------------------------------------------------------------------------------ start-up
     def resume_after_reboot(self, facts: HostFacts) -> Generator[RunEvent, None, ExitKind | None]:
@@ -176,6 +179,8 @@ class Applier:
         """Run the reboot step's command: the machine goes down with this process, or says why
         it did not."""
         planned = next(s for s in self.journal.data.plan.steps if s.id == pending.step)
+        if self.ahead is not None:
+            yield from self.ahead.before_reboot(self.journal.data)
         if pending.commanded_at is not None:  # the last reboot command changed nothing (T02)
             still = self.steps[planned.id].check(self.probe()).reason
             why = f"{reboot_missed(pending.signal)}; still: {still}"
@@ -266,6 +271,8 @@ class Applier:
                 self.journal.update(record.id, state="left", reason=SKIPPED_BY_YOU)
                 yield StepSkipped(record.id, SKIPPED_BY_YOU, by_you=True)
                 continue
+            if self.ahead is not None:
+                yield from self.ahead.before_step(self.journal.data, planned.id)
             outcome = yield from self.run_step(planned, record)
             if outcome != "continue":
                 self.exit = outcome
@@ -367,6 +374,8 @@ class Applier:
             yield StepFinished(planned.id, False, why)
             yield RunStopped(StopReason.FAILED, why, planned.id)
             return "failed"
+        if self.ahead is not None:
+            yield from self.ahead.before_reboot(self.journal.data)
         # Neither boot_id nor btime: the person will be asked whether the machine restarted.
         signal = facts.boot.mark.signal or "person"
         reason = self.steps[planned.id].check(facts).reason

@@ -23,6 +23,7 @@ from gpuwizard.core.safetext import one_line
 from gpuwizard.machine.detect import detect_host
 from gpuwizard.machine.host import Host
 from gpuwizard.runner import events as ev
+from gpuwizard.runner.control import launch
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
@@ -43,6 +44,7 @@ from gpuwizard.runner.lock import (
     write_run_record,
 )
 from gpuwizard.runner.loop import Applier, PersonAnswer
+from gpuwizard.runner.prefetch import Ahead
 from gpuwizard.runner.secrets import SocketSecrets
 from gpuwizard.steps import build_steps
 
@@ -110,6 +112,9 @@ class SessionOptions:
     """Carry out the reboot the journal waits for (the person confirmed it)."""
     answer: PersonAnswer | None = None
     """The person's "did this machine restart?" (--rebooted), for when nothing else can tell."""
+    ahead_command: tuple[str, ...] | None = None
+    """The command that fetches later steps' downloads beside the steps (runner/prefetch.py);
+    None: nothing is fetched ahead."""
 
 
 _DEFAULTS = SessionOptions()
@@ -203,6 +208,11 @@ def _run_locked(
         answer=options.answer,
         restore=executor.restore,
         log_path=lambda step: str(executor.log_path(step)),
+        ahead=Ahead(
+            state_dir,
+            options.ahead_command,
+            lambda command: launch(command, state_dir),
+        ),
     )
     log.emit(
         ev.RunStarted(

@@ -82,6 +82,13 @@ class RunView:
     """What told it: the boot_id, else /proc/stat's btime (the boot_id could not be read)."""
     checked: tuple[ev.StepFinished, ...] = ()
     """What the newest invocation verified after finding the reboot."""
+    ahead: tuple[ev.FetchedAhead, ...] = ()
+    """What fetching ahead did, in order (runner/prefetch.py): rounds, waits, results."""
+
+    @property
+    def fetching_ahead(self) -> ev.FetchedAhead | None:
+        """The newest word on fetching ahead, for a one-line status."""
+        return self.ahead[-1] if self.ahead else None
 
     @property
     def running(self) -> bool:
@@ -154,6 +161,8 @@ def fold(view: RunView, envelope: ev.Envelope) -> RunView:  # noqa: C901, RET503
             return replace(view, ending=Stopped(event.reason, event.why, event.step), prompt=None)
         case ev.RunFinished():
             return replace(view, ending=Finished(event.ok, event.summary), prompt=None)
+        case ev.FetchedAhead():
+            return replace(view, ahead=(*view.ahead, event))
         case _:
             assert_never(event)
 
@@ -169,6 +178,19 @@ def told_by(signal: BootSignal | None) -> str:  # noqa: RET503 - exhaustive: ass
             return "as you said: neither the boot_id nor the boot time can be read here"
         case _:
             assert_never(signal)
+
+
+def ahead_line(event: ev.FetchedAhead) -> str:  # noqa: RET503 - exhaustive: assert_never
+    """How a front end says what fetching ahead did, in one line."""
+    match event.state:
+        case "started" | "waiting":
+            return f"ahead: {event.detail}"
+        case "done":
+            return f"ahead: {event.step}'s downloads are in the cache ({event.detail})"
+        case "failed":
+            return f"ahead: fetching for {event.step} failed: {event.detail}"
+        case _:
+            assert_never(event.state)
 
 
 def view_of(envelopes: Iterable[ev.Envelope], start: RunView | None = None) -> RunView:

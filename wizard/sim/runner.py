@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpuwizard.core.isolation import own_python
 from gpuwizard.runner.executor import Tools
+from gpuwizard.runner.prefetch import run_ahead
 from gpuwizard.runner.session import SessionOptions, add_answer_flags, answer_from, run_session
 from gpuwizard.sim.machine import sandbox_host
 from gpuwizard.sim.sandbox import SimPlace, place_for, sim_env
@@ -25,7 +26,7 @@ def sim_tools(place: SimPlace) -> Tools:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuwizard.sim.runner")
-    parser.add_argument("command", choices=("run",))
+    parser.add_argument("command", choices=("run", "ahead"))
     parser.add_argument("--profile", required=True)
     parser.add_argument("--home", type=Path)
     parser.add_argument("--yes", action="store_true")
@@ -38,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     place = place_for(args.profile, args.home.absolute() if args.home else None)
     os.chdir("/")  # as the real runner: nothing is found in the caller's folder
     tools = sim_tools(place)
+    if args.command == "ahead":
+        return run_ahead(sandbox_host(place.sandbox), tools, place.state_dir)
+    again = (
+        "--profile",
+        args.profile,
+        *(("--home", str(args.home.absolute())) if args.home else ()),
+    )
     return run_session(
         lambda: sandbox_host(place.sandbox),
         tools,
@@ -48,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             check_only=args.check_only,
             reboot_now=args.reboot_now,
             answer=answer_from(args),
+            ahead_command=tuple(own_python("-m", "gpuwizard.sim.runner", "ahead", *again)),
         ),
     )
 

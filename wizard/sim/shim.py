@@ -20,7 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuwizard.core.ahead import AHEAD_MARK
 from gpuwizard.core.isolation import ISOLATED
+from gpuwizard.core.ops import APT_FETCH_TOOL
 from gpuwizard.sim import effects
 from gpuwizard.sim.sandbox import SIM_ENV, STATE_ENV, Sandbox, SimState
 from gpuwizard.sim.scenario import Rule, matching, parse_scenario, play
@@ -31,6 +33,7 @@ LOGGED_ENV = (
     "NEEDRESTART_MODE",
     "NEEDRESTART_SUSPEND",
     "UV_PYTHON_INSTALL_DIR",
+    AHEAD_MARK,
 )
 Handler = Callable[[Sandbox, SimState, list[str]], tuple[SimState, list[str], int]]
 
@@ -475,11 +478,44 @@ HANDLERS: dict[str, Handler] = {
 }  # fmt: skip
 
 
+def fetches_ahead(tool: str, args: list[str]) -> bool:
+    """A call that only fills a cache (runner/prefetch.py): it runs beside a step's own calls."""
+    return tool == APT_FETCH_TOOL or (
+        tool == "uv" and args[:2] == ["pip", "install"] and "--target" in args
+    )
+
+
+def fetch_ahead(
+    sandbox: Sandbox, state: SimState, tool: str, args: list[str]
+) -> tuple[list[str], int]:
+    """Fetched into a cache: nothing the machine shows changes. A scenario rule may still make
+    it fail, wait at a gate or print; it never counts its calls (that would be a write of the
+    state beside the step's own)."""
+    rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
+    if rule is not None:
+        wait_for_gate(sandbox, rule)
+        code = play(rule)
+        if code is not None:
+            return [], code
+    if tool == APT_FETCH_TOOL:
+        names = [a for a in args if not a.startswith("-")]
+        lines = [f"{n}_1.0_amd64.deb: 1.0 MB, SHA-256 checked against apt's index" for n in names]
+        return [*lines, f"{len(names)} of {len(names)} files fetched ahead ({len(names)}.0 MB)"], 0
+    return [
+        "Prepared the wheels in uv's cache",
+        f"Installed into {args[args.index('--target') + 1]}",
+    ], 0
+
+
 def main(argv: list[str]) -> int:
     sandbox = Sandbox(Path(os.environ[SIM_ENV]))
     program, args = argv[0], argv[1:]
     tool = Path(program).name
     log_call(sandbox, tool, args)
+    if fetches_ahead(tool, args):  # read-only: never saves the state a step's call may be saving
+        lines, code = fetch_ahead(sandbox, sandbox.load(), tool, args)
+        say(lines)
+        return code
     state = sandbox.load()
     rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
     busy = changes_packages(tool, args) and not state.dpkg_interrupted

@@ -1,0 +1,209 @@
+"""Fetching ahead: a process beside the runner downloads what later steps need (core/ahead.py).
+
+The runner starts it (``start``) before each step: one process at a time (``ahead.lock``), which
+takes the plan from the journal, fetches each later step's downloads in plan order through the
+same executor as the steps (its output in the run's ``fetch-ahead.log``), and keeps what each
+came to in ``ahead.json``. It runs detached, as the runner does: a TUI that confirms each step
+stops the runner between steps, and the downloads go on. Killed, it leaves caches only (each
+file lands whole or not at all); the next start fetches what is missing.
+
+The runner never fails a step for it. Before a step whose downloads are still being fetched it
+waits for them (a second download of the same wheels would only race the first), and before the
+reboot it waits for all, so that after the reboot only installation is left. Each wait and each
+result is an event, so the TUI and ``apply`` show them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuwizard.core.ahead import AHEAD_MARK, UV_TARGET, AheadItem, ahead
+from gpuwizard.core.ops import UvPrefetch
+from gpuwizard.machine.host import Host
+from gpuwizard.runner.events import AheadState, FetchedAhead, RunEvent
+from gpuwizard.runner.executor import Executor, Tools
+from gpuwizard.runner.files import make_private_dir, write_atomic
+from gpuwizard.runner.journal import PASSED_STATES, Journal, JournalData
+from gpuwizard.runner.layout import JOURNAL
+from gpuwizard.runner.lock import AlreadyRunning, RunnerLock
+
+STATE = "ahead.json"
+LOCK = "ahead.lock"
+LOG_ID = "fetch-ahead"
+POLL_S = 0.5
+QUIET_S = 120.0
+"""A fetch whose log is silent this long is not waited for (downloads print as they go)."""
+START_WAIT_S = 10.0
+START_POLL_S = 0.05
+
+
+def started_steps(journal: JournalData) -> set[str]:
+    """Steps that ran or are running: their downloads are theirs now."""
+    return {r.id for r in journal.steps if r.state in PASSED_STATES or r.attempts > 0}
+
+
+def items_for(journal: JournalData) -> tuple[AheadItem, ...]:
+    return ahead(journal.plan, started_steps(journal), journal.selection.env.python)
+
+
+@dataclass
+class AheadRecord:
+    """``ahead.json``: each later step's downloads, as far as they came, for one run."""
+
+    run_id: str
+    steps: dict[str, tuple[AheadState, str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, state_dir: Path, run_id: str) -> AheadRecord:
+        try:
+            data = json.loads((state_dir / STATE).read_text())
+            if data.get("run_id") == run_id:
+                steps = {k: (v[0], v[1]) for k, v in data.get("steps", {}).items()}
+                return cls(run_id, steps)
+        except (OSError, ValueError, TypeError, AttributeError, IndexError, KeyError):
+            pass  # none yet, or torn by a crash: what is in the caches is fetched again quickly
+        return cls(run_id)
+
+    def save(self, state_dir: Path) -> None:
+        data = {"run_id": self.run_id, "steps": {k: list(v) for k, v in self.steps.items()}}
+        write_atomic(state_dir / STATE, json.dumps(data, indent=1).encode(), 0o600)
+
+
+# ----------------------------------------------------------------------- the fetching process
+def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
+    """Fetch every later step's downloads once; 0 also when another process already does."""
+    lock = RunnerLock(state_dir, LOCK)
+    try:
+        lock.acquire()
+    except AlreadyRunning:
+        return 0
+    try:
+        journal = Journal.load(state_dir / JOURNAL).data
+        logs = state_dir / "logs" / journal.run_id
+        executor = Executor(host, tools, logs, None, lambda *_: None, env={AHEAD_MARK: "1"})
+        record = AheadRecord.load(state_dir, journal.run_id)
+        for item in items_for(journal):
+            if record.steps.get(item.step, ("",))[0] == "done":
+                continue
+            if item.step in started_steps(Journal.load(state_dir / JOURNAL).data):
+                continue  # its step began meanwhile: it downloads for itself
+            record.steps[item.step] = ("started", item.what)
+            record.save(state_dir)
+            record.steps[item.step] = fetch_item(host, executor, item)
+            record.save(state_dir)
+        return 0
+    finally:
+        lock.release()
+
+
+def fetch_item(host: Host, executor: Executor, item: AheadItem) -> tuple[AheadState, str]:
+    for op in item.ops:
+        scratch = host.path(UV_TARGET) if isinstance(op, UvPrefetch) else None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            make_private_dir(scratch.parent)
+        try:
+            outcome = executor(LOG_ID, op)
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)  # uv's cache keeps the wheels
+        if not outcome.ok:
+            return "failed", f"{item.what}: {outcome.result}; its step downloads them itself"
+    return "done", item.what
+
+
+# ------------------------------------------------------------------------- the runner's side
+@dataclass
+class Ahead:
+    """What the runner does about fetching ahead: start it, wait where it must, say what it did."""
+
+    state_dir: Path
+    command: Sequence[str] | None
+    """The fetching process's command; None: nothing is fetched ahead."""
+    launch: Callable[[Sequence[str]], object]
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    said: dict[str, AheadState] = field(default_factory=dict)
+
+    def running(self) -> bool:
+        return RunnerLock(self.state_dir, LOCK).is_held_elsewhere()
+
+    def record(self, journal: JournalData) -> AheadRecord:
+        return AheadRecord.load(self.state_dir, journal.run_id)
+
+    def start(self, journal: JournalData) -> Generator[RunEvent, None, None]:
+        """Start a round where a later step has downloads not yet fetched and none runs."""
+        if self.command is None or self.running():
+            return
+        record = self.record(journal)
+        left = [i for i in items_for(journal) if record.steps.get(i.step, ("",))[0] != "done"]
+        if not left:
+            return
+        process = self.launch(self.command)
+        self.until_started(process)
+        what = "; ".join(f"{i.step} ({i.what})" for i in left)
+        yield FetchedAhead("started", None, f"fetching later steps' downloads meanwhile: {what}")
+
+    def until_started(self, process: object) -> None:
+        """Until the process holds its lock, so that the next step does not start another; a
+        process that ended (nothing left, or no lock to take) or a slow start ends the wait."""
+        deadline = self.clock() + START_WAIT_S
+        while not self.running() and self.clock() < deadline:
+            if isinstance(process, subprocess.Popen) and process.poll() is not None:
+                return
+            self.sleep(START_POLL_S)
+
+    def before_step(self, journal: JournalData, step: str) -> Generator[RunEvent, None, None]:
+        """Before ``step`` runs: wait while its downloads are being fetched, say how the ones
+        that ended did, then start fetching for the steps after it."""
+
+        def fetching() -> bool:
+            return self.record(journal).steps.get(step, ("",))[0] == "started"
+
+        yield from self.wait(fetching, step, f"waiting for {step}'s downloads to finish")
+        yield from self.report(journal)
+        yield from self.start(journal)
+
+    def before_reboot(self, journal: JournalData) -> Generator[RunEvent, None, None]:
+        """Before the reboot: everything being fetched lands first."""
+        yield from self.wait(lambda: True, None, "finishing the downloads for after the reboot")
+        yield from self.report(journal)
+
+    def wait(
+        self, fetching: Callable[[], bool], step: str | None, why: str
+    ) -> Generator[RunEvent, None, None]:
+        """Wait while it fetches, and while its log shows progress: a fetch gone quiet (a stalled
+        mirror) is not waited for; the step then downloads for itself, as without it."""
+        if self.command is None:
+            return
+        told = False
+        while self.running() and fetching():
+            if not told:
+                yield FetchedAhead("waiting", step, why)
+                told = True
+            if self.quiet_for() > QUIET_S:
+                said = f"no progress for {QUIET_S / 60:g} minutes: not waiting for it any longer"
+                yield FetchedAhead("failed", step, said)
+                return
+            self.sleep(POLL_S)
+
+    def quiet_for(self) -> float:
+        """Seconds since the fetching process last wrote to its log (0 before it has one)."""
+        logs = sorted(self.state_dir.glob(f"logs/*/{LOG_ID}.log"), key=lambda p: p.stat().st_mtime)
+        return self.wall() - logs[-1].stat().st_mtime if logs else 0.0
+
+    def report(self, journal: JournalData) -> Generator[RunEvent, None, None]:
+        """Each step's downloads that ended since the last report, once, while the step is
+        still ahead (a runner started after the reboot does not repeat the ones before it)."""
+        started = started_steps(journal)
+        for step, (state, detail) in self.record(journal).steps.items():
+            if state in ("done", "failed") and self.said.get(step) != state and step not in started:
+                self.said[step] = state
+                yield FetchedAhead(state, step, detail)
