@@ -411,6 +411,7 @@ def docker_env_value(text: str) -> str:
     env_path=hostile_path,
 )
 @example(argv=["'"], env_value="'", path="/'", content="'", env_path='/\\"')  # CMD needs escapes
+@example(argv=["fi"], env_value="'", path="/'", content="'", env_path="/'")  # a reserved word
 def test_hostile_values_stay_exact_and_the_dockerfile_still_passes_hadolint(
     argv: list[str], env_value: str, path: str, content: str, env_path: str, tmp_path: Path
 ) -> None:

@@ -8,11 +8,10 @@ or a ``..`` part in a path, an invalid environment variable name. Pure text func
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 
 from gpuwizard.export.source import ExportError
-from gpuwizard.export.words import ENV_NAME, one_line
+from gpuwizard.export.words import ENV_NAME, one_line, plain_word
 
 ROOT = '"${GPUWIZARD_ROOT:-}"'
 """Joined to every path the script itself writes or checks, in a test build only."""
@@ -21,7 +20,7 @@ INDENT = "  "
 
 
 def quote(value: str) -> str:
-    return shlex.quote(value)
+    return plain_word(value)
 
 
 def argv_words(step_id: str, argv: Sequence[str]) -> list[str]:

@@ -17,6 +17,17 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\0")
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _NAMED_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+RESERVED = frozenset((
+    "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "time", "until", "while",
+))  # fmt: skip
+"""bash's reserved words: a plain value like these is quoted, so that it is never read as one
+(ShellCheck SC1010 reads ``fi`` as an argument inside an ``if`` as a misplaced keyword)."""
+
+
+def plain_word(value: str) -> str:
+    """``shlex.quote``, and a reserved word quoted too (shlex leaves ``fi`` bare)."""
+    return f"'{value}'" if value in RESERVED else shlex.quote(value)
 
 
 def check_path(path: str, what: str) -> str:
@@ -42,10 +53,8 @@ def shell_word(value: str) -> str:
     """
     if "\0" in value:
         raise ExportError(f"{value[:40]!r} contains NUL, which no command line can carry")
-    if _SAFE_WORD.fullmatch(value):
-        return value
-    if all(c.isprintable() and c not in "$`\\" for c in value):
-        return shlex.quote(value)
+    if _SAFE_WORD.fullmatch(value) or all(c.isprintable() and c not in "$`\\" for c in value):
+        return plain_word(value)
     escaped = []
     for c in value:
         if c in _NAMED_ESCAPES:
