@@ -5,10 +5,13 @@
 change and why; the runner applies it. Steps never read the machine: a step that needs to know
 something asks for a new fact.
 
-The order: settle the machine (cloud-init, dpkg, a pending kernel and its reboot), prepare the
-driver (headers, Secure Boot key, runfile removal, nouveau), install it (repository, packages,
+The order: settle the machine (cloud-init, dpkg, a pending kernel and its reboot), add the
+driver's package source (then the driver's packages can be fetched ahead, beside the next steps),
+prepare the driver (headers, Secure Boot key, runfile removal, nouveau), install it (packages,
 Fabric Manager, persistence, holds), one reboot for everything, then the user-space side (CUDA
-toolkit, cuDNN, Python, environment, PyTorch, verification) and the optional extras.
+toolkit, cuDNN, Python, environment, PyTorch, verification) and the optional extras. The source
+comes after the kernel's upgrade, never before: a full upgrade with NVIDIA's repository in the
+sources could move a driver that is already installed.
 """
 
 from __future__ import annotations
@@ -118,16 +121,18 @@ def driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
 
 
 def _install_driver_steps(s: Selection, facts: HostFacts) -> list[Step]:
+    # The driver's package source first: from then on apt can name the driver's packages, which
+    # are fetched ahead while the headers install and the initramfs is rebuilt (core/ahead.py).
     steps: list[Step] = []
+    if s.driver.source in ("cuda-repo-apt", "cuda-repo-dnf"):
+        steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
+    if s.driver.source == "debian-archive":
+        steps.append(EnableDebianNonFree(_codename(facts)))
     if not s.driver.signed_modules:
         steps.append(InstallHeaders(s.family))
         if facts.boot.secure_boot == "enabled":
             steps.append(EnrollMok())
     steps += [RemoveRunfileDriver(), BlacklistNouveau(s.family)]
-    if s.driver.source in ("cuda-repo-apt", "cuda-repo-dnf"):
-        steps.append(AddCudaRepo(s.family, s.cuda_repo, s.repo_arch))
-    if s.driver.source == "debian-archive":
-        steps.append(EnableDebianNonFree(_codename(facts)))
     steps.append(InstallNvidiaDriver(s.family, s.driver))
     if facts.hardware.nvswitches:
         steps.append(InstallFabricManager(s.family, s.driver.branch))

@@ -132,6 +132,25 @@ def test_a_file_matching_its_pin_is_saved_and_said_verified(server, tmp_path, ca
     assert "SHA-256 verified against gpuwizard's pin" in out
 
 
+def test_a_file_already_here_that_matches_its_pin_is_kept_without_a_download(
+    server, tmp_path, capsys
+):
+    """What was fetched ahead (runner/prefetch.py) is used: no second download."""
+    url = server.serve("/installer.sh", BODY)
+    dest = tmp_path / "installer.sh"
+    pin = hashlib.sha256(BODY).hexdigest()
+    assert fetch(capsys, url, str(dest), "--sha256", pin)[0] == 0
+    server.routes.clear()  # the server has nothing now: only the file already here can serve
+
+    code, out, _ = fetch(capsys, url, str(dest), "--sha256", pin)
+
+    assert code == 0 and f"kept {dest}: already here" in out
+    dest.write_bytes(b"altered" + BODY)  # a file that does not match is fetched again, checked
+    server.serve("/installer.sh", BODY)
+    code, out, _ = fetch(capsys, url, str(dest), "--sha256", pin)
+    assert code == 0 and "kept" not in out and dest.read_bytes() == BODY
+
+
 def test_a_file_not_matching_its_pin_is_deleted_and_fails(server, tmp_path, capsys):
     url = server.serve("/installer.sh", BODY)
     dest = tmp_path / "installer.sh"

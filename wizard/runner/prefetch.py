@@ -15,6 +15,7 @@ result is an event, so the TUI and ``apply`` show them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -23,8 +24,9 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuwizard.core.ahead import AHEAD_MARK, UV_TARGET, AheadItem, ahead
+from gpuwizard.core.ahead import AHEAD_DIR, AHEAD_MARK, UV_TARGET, AheadItem, ahead
 from gpuwizard.core.ops import UvPrefetch
+from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.machine.host import Host
 from gpuwizard.runner.events import AheadState, FetchedAhead, RunEvent
 from gpuwizard.runner.executor import Executor, Tools
@@ -83,6 +85,8 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
         lock.acquire()
     except AlreadyRunning:
         return 0
+    downloads = host.path(DOWNLOADS_DIR)
+    made = [f for f in (downloads, *downloads.parents) if not f.exists()]  # made for the round
     try:
         journal = Journal.load(state_dir / JOURNAL).data
         logs = state_dir / "logs" / journal.run_id
@@ -99,6 +103,12 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
             record.save(state_dir)
         return 0
     finally:
+        # The uv it ran and its scratch target go; what it fetched stays in apt's, uv's and
+        # gpuwizard's download caches, where the steps look.
+        shutil.rmtree(host.path(AHEAD_DIR), ignore_errors=True)
+        for folder in made:  # made for the round and left empty: gone, as before it
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         lock.release()
 
 

@@ -7,8 +7,8 @@
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.12, os-package)
 #   fit: after the changes this plan makes first
 # Steps (9):
-#    1. Disable the nouveau driver
-#    2. Add NVIDIA's CUDA repository
+#    1. Add NVIDIA's CUDA repository
+#    2. Disable the nouveau driver
 #    3. Install the NVIDIA driver
 #    4. Enable persistence mode (nvidia-persistenced)
 #    5. Reboot (reboot)
@@ -744,30 +744,11 @@ gw_start "$@"
 
 # --- reboot-kernel: Reboot into the updated kernel: nothing to do on the machine this was planned on
 
-# --- install-headers: Install kernel headers: nothing to do on the machine this was planned on
-
-# --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
-
-# --- 1. blacklist-nouveau: Disable the nouveau driver
-# nouveau, the open-source driver, claims NVIDIA GPUs at boot and blocks the NVIDIA driver. The
-# blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
-# next boot.
-if gw_begin 1 blacklist-nouveau 'Disable the nouveau driver'; then
-  gw_write /etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
-# Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
-blacklist nouveau
-options nouveau modeset=0
-GPUWIZARD_EOF
-  gw_run -- dracut --regenerate-all --force
-  gw_done blacklist-nouveau
-  gw_say '    takes effect at the next boot'
-fi
-
-# --- 2. add-cuda-repo: Add NVIDIA's CUDA repository
+# --- 1. add-cuda-repo: Add NVIDIA's CUDA repository
 # NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
 # for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
 # repository only (signed-by), never trusted for all of apt.
-if gw_begin 2 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
+if gw_begin 1 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
   gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub \
       /etc/pki/rpm-gpg/RPM-GPG-KEY-cuda --fingerprint 610C7B14E068A878070DA4E99CD0A493D42D0685
   gw_write /etc/yum.repos.d/cuda-rhel9-x86_64.repo 0644 <<'GPUWIZARD_EOF'
@@ -779,6 +760,25 @@ gpgcheck=1
 gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-cuda
 GPUWIZARD_EOF
   gw_done add-cuda-repo
+fi
+
+# --- install-headers: Install kernel headers: nothing to do on the machine this was planned on
+
+# --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
+
+# --- 2. blacklist-nouveau: Disable the nouveau driver
+# nouveau, the open-source driver, claims NVIDIA GPUs at boot and blocks the NVIDIA driver. The
+# blacklist must also go into the initramfs, where nouveau is loaded from; it takes effect at the
+# next boot.
+if gw_begin 2 blacklist-nouveau 'Disable the nouveau driver'; then
+  gw_write /etc/modprobe.d/gpuwizard-blacklist-nouveau.conf 0644 <<'GPUWIZARD_EOF'
+# Written by gpuwizard: the NVIDIA driver needs the GPUs; nouveau must not take them.
+blacklist nouveau
+options nouveau modeset=0
+GPUWIZARD_EOF
+  gw_run -- dracut --regenerate-all --force
+  gw_done blacklist-nouveau
+  gw_say '    takes effect at the next boot'
 fi
 
 # --- 3. install-nvidia-driver: Install the NVIDIA driver

@@ -7,8 +7,8 @@
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.11, system)
 #   fit: as the machine is
 # Steps (9):
-#    1. Install kernel headers
-#    2. Add NVIDIA's CUDA repository
+#    1. Add NVIDIA's CUDA repository
+#    2. Install kernel headers
 #    3. Install the NVIDIA driver
 #    4. Enable persistence mode (nvidia-persistenced)
 #    5. Load the NVIDIA driver now, without a reboot
@@ -746,10 +746,26 @@ gw_start "$@"
 
 # --- reboot-kernel: Reboot into the updated kernel: nothing to do on the machine this was planned on
 
-# --- 1. install-headers: Install kernel headers
+# --- 1. add-cuda-repo: Add NVIDIA's CUDA repository
+# NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
+# for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
+# repository only (signed-by), never trusted for all of apt.
+if gw_begin 1 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
+  gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub \
+      /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
+      EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
+  gw_write /etc/apt/sources.list.d/cuda-debian12-x86_64.list 0644 <<'GPUWIZARD_EOF'
+deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /
+GPUWIZARD_EOF
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_done add-cuda-repo
+fi
+
+# --- 2. install-headers: Install kernel headers
 # The driver's kernel module is compiled on this machine (DKMS) against the kernel headers; without
 # headers for the kernel that boots next, the next boot has no driver.
-if gw_begin 1 install-headers 'Install kernel headers'; then
+if gw_begin 2 install-headers 'Install kernel headers'; then
   gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
@@ -762,22 +778,6 @@ fi
 # --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
 
 # --- blacklist-nouveau: Disable the nouveau driver: nothing to do on the machine this was planned on
-
-# --- 2. add-cuda-repo: Add NVIDIA's CUDA repository
-# NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
-# for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
-# repository only (signed-by), never trusted for all of apt.
-if gw_begin 2 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
-  gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub \
-      /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
-      EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
-  gw_write /etc/apt/sources.list.d/cuda-debian12-x86_64.list 0644 <<'GPUWIZARD_EOF'
-deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /
-GPUWIZARD_EOF
-  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_done add-cuda-repo
-fi
 
 # --- 3. install-nvidia-driver: Install the NVIDIA driver
 # Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU

@@ -7,9 +7,9 @@
 #   environment: venv /opt/gpuwizard/envs/pytorch (Python 3.11, system)
 #   fit: after the changes this plan makes first
 # Steps (9):
-#    1. Install kernel headers
-#    2. Prepare Secure Boot key enrollment (MOK)
-#    3. Add NVIDIA's CUDA repository
+#    1. Add NVIDIA's CUDA repository
+#    2. Install kernel headers
+#    3. Prepare Secure Boot key enrollment (MOK)
 #    4. Install the NVIDIA driver
 #    5. Enable persistence mode (nvidia-persistenced)
 #    6. Reboot (reboot)
@@ -759,41 +759,11 @@ fi
 
 # --- reboot-kernel: Reboot into the updated kernel: nothing to do on the machine this was planned on
 
-# --- 1. install-headers: Install kernel headers
-# The driver's kernel module is compiled on this machine (DKMS) against the kernel headers; without
-# headers for the kernel that boots next, the next boot has no driver.
-if gw_begin 1 install-headers 'Install kernel headers'; then
-  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
-  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
-      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
-      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-57-cloud-amd64
-  gw_done install-headers
-fi
-
-# --- 2. enroll-mok: Prepare Secure Boot key enrollment (MOK)
-# Secure Boot is on and the driver module is built here, so it must be signed with a key the
-# firmware trusts. This creates the key and queues it; at the next boot the console shows
-# MokManager: choose 'Enroll MOK' and type the password chosen now. Without console or BMC access,
-# stop here and choose signed prebuilt modules or disable Secure Boot.
-if gw_begin 2 enroll-mok 'Prepare Secure Boot key enrollment (MOK)'; then
-  gw_run -- dkms generate_mok
-  gw_replies "$gw_secret_mok_password" "$gw_secret_mok_password" | gw_run --stdin -- mokutil \
-      --import /var/lib/dkms/mok.pub
-  gw_done enroll-mok
-  gw_say '    takes effect at the next boot'
-fi
-
-# --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
-
-# --- blacklist-nouveau: Disable the nouveau driver: nothing to do on the machine this was planned on
-
-# --- 3. add-cuda-repo: Add NVIDIA's CUDA repository
+# --- 1. add-cuda-repo: Add NVIDIA's CUDA repository
 # NVIDIA's repository carries the driver for Debian and Rocky, and the CUDA toolkit, cuDNN and DCGM
 # for every OS. Its key is checked against the fingerprint gpuwizard pins and bound to this
 # repository only (signed-by), never trusted for all of apt.
-if gw_begin 3 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
+if gw_begin 1 add-cuda-repo 'Add NVIDIA'"'"'s CUDA repository'; then
   gw_fetch https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub \
       /usr/share/keyrings/cuda-archive-keyring.gpg --fingerprint \
       EB693B3035CD5710E231E123A4B469963BF863CC --dearmor
@@ -804,6 +774,36 @@ GPUWIZARD_EOF
       NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
   gw_done add-cuda-repo
 fi
+
+# --- 2. install-headers: Install kernel headers
+# The driver's kernel module is compiled on this machine (DKMS) against the kernel headers; without
+# headers for the kernel that boots next, the next boot has no driver.
+if gw_begin 2 install-headers 'Install kernel headers'; then
+  gw_run --retry --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q update
+  gw_run --repair DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 NEEDRESTART_MODE=l \
+      NEEDRESTART_SUSPEND=1 APT_LISTCHANGES_FRONTEND=none -- apt-get -q -y -o \
+      DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      -o Dpkg::Progress-Fancy=0 install linux-headers-6.1.0-57-cloud-amd64
+  gw_done install-headers
+fi
+
+# --- 3. enroll-mok: Prepare Secure Boot key enrollment (MOK)
+# Secure Boot is on and the driver module is built here, so it must be signed with a key the
+# firmware trusts. This creates the key and queues it; at the next boot the console shows
+# MokManager: choose 'Enroll MOK' and type the password chosen now. Without console or BMC access,
+# stop here and choose signed prebuilt modules or disable Secure Boot.
+if gw_begin 3 enroll-mok 'Prepare Secure Boot key enrollment (MOK)'; then
+  gw_run -- dkms generate_mok
+  gw_replies "$gw_secret_mok_password" "$gw_secret_mok_password" | gw_run --stdin -- mokutil \
+      --import /var/lib/dkms/mok.pub
+  gw_done enroll-mok
+  gw_say '    takes effect at the next boot'
+fi
+
+# --- remove-runfile-driver: Remove the driver installed by NVIDIA's .run installer: nothing to do on the machine this was planned on
+
+# --- blacklist-nouveau: Disable the nouveau driver: nothing to do on the machine this was planned on
 
 # --- 4. install-nvidia-driver: Install the NVIDIA driver
 # Driver branch R580 with open kernel modules, from NVIDIA's CUDA repository: it supports every GPU
