@@ -62,10 +62,18 @@ def start_run(machine: ChrootMachine, planned: Planned) -> str:
     return prepare_run(machine.state_dir, planned.plan, planned.selection, planned.facts)
 
 
-def run_runner(machine: ChrootMachine) -> int:
-    """One runner session; 10 when it stopped for a reboot, 0 when every step is done."""
+def ahead_command(machine: ChrootMachine) -> tuple[str, ...]:
+    """The fetching-ahead process for this machine (runner/prefetch.py), as the runner starts it."""
+    here = ("env", f"PYTHONPATH={REPO}", sys.executable, "-P", "-m", "tests.chroot.drive")
+    return (*here, "ahead", str(machine.folder))
+
+
+def run_runner(machine: ChrootMachine, *, ahead: bool = False) -> int:
+    """One runner session; 10 when it stopped for a reboot, 0 when every step is done.
+    With ``ahead``, it fetches later steps' downloads beside the steps, as the real runner does."""
+    options = SessionOptions(ahead_command=ahead_command(machine) if ahead else None)
     return run_session(
-        lambda: chroot_host(machine), machine_tools(machine), machine.state_dir, SessionOptions()
+        lambda: chroot_host(machine), machine_tools(machine), machine.state_dir, options
     )
 
 
@@ -73,3 +81,13 @@ def reboot(machine: ChrootMachine) -> str:
     """The reboot the person confirmed: the root's stand-in makes the new boot."""
     machine.run(["reboot"], check=True)
     return machine.boot_id()
+
+
+if __name__ == "__main__":  # the fetching-ahead process: ``ahead MACHINE_FOLDER``
+    from pathlib import Path
+
+    from gpuwizard.runner.prefetch import run_ahead
+
+    assert sys.argv[1] == "ahead", sys.argv
+    chroot = ChrootMachine(Path(sys.argv[2]))
+    sys.exit(run_ahead(chroot_host(chroot), machine_tools(chroot), chroot.state_dir))

@@ -2,8 +2,9 @@
 
 The runner's ``Tools.shim`` points every command here (the machine's folder in
 GPUWIZARD_CHROOT_MACHINE). A command runs inside the root, with the runner's environment and
-on the runner's terminal, except two: ``gpuwizard-fetch`` runs outside (gpuwizard is not
-installed in the root) and writes into it, ``uv`` runs offline against the stand-in wheels
+on the runner's terminal, except these: ``gpuwizard-fetch`` runs outside (gpuwizard is not
+installed in the root) and writes into it, ``gpuwizard-apt-fetch`` asks the root's apt and
+downloads outside into the root's apt cache, ``uv`` runs offline against the stand-in wheels
 where a tier offers them (tests/chroot/torch_standin.py), and ``reboot`` runs the root's stand-in, which makes
 the new boot, and then ends the runner that asked for it, as a real reboot would.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import urllib.request
 from pathlib import Path
 
 from gpuwizard.machine.detect.platform import parse_boot_id
@@ -37,6 +39,23 @@ def fetch(machine: ChrootMachine, args: list[str]) -> int:
     return fetch_main([args[0], str(destination), *args[2:]])
 
 
+def apt_fetch(machine: ChrootMachine, args: list[str]) -> int:
+    """gpuwizard-apt-fetch: apt names the files inside the root, from its lists; they are
+    downloaded outside (gpuwizard is not installed in the root) into the root's apt cache."""
+    from gpuwizard.core.ops import APT_ENV
+    from gpuwizard.runner import aptfetch
+
+    parsed = aptfetch.parse(args)
+    asked = machine.run(aptfetch.print_uris_argv(parsed.packages, parsed.recommends), env=APT_ENV)
+    try:
+        wanted = aptfetch.read_uris(asked.returncode, asked.stdout, asked.stderr)
+    except aptfetch.AptFetchError as error:
+        sys.stderr.write(f"gpuwizard-apt-fetch: {error}\n")
+        return 1
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler())
+    return 1 if aptfetch.fetch_all(wanted, machine.path(str(aptfetch.ARCHIVES)), opener) else 0
+
+
 def reboot(machine: ChrootMachine, args: list[str]) -> int:
     ending = parse_boot_id(machine.boot_id())
     done = machine.run(["reboot", *args], env=root_env())
@@ -52,6 +71,8 @@ def main(argv: list[str]) -> int:
     tool, args = argv[0], argv[1:]
     if tool == "gpuwizard-fetch":
         return fetch(machine, args)
+    if tool == "gpuwizard-apt-fetch":
+        return apt_fetch(machine, args)
     if Path(tool).name == "reboot":
         return reboot(machine, args)
     env = root_env()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwizard.core.ahead import AHEAD_DIR, RESOLVER, UV_TARGET, ahead, ahead_ops
+from gpuwizard.core.ahead import AHEAD_DIR, RESOLVER, UV_TARGET, ahead_ops
+from gpuwizard.core.ahead import ahead as ahead_of
 from gpuwizard.core.ops import (
     AptInstall,
     AptPrefetch,
-    Download,
     DnfInstall,
+    Download,
     Sha256,
     UvPipInstall,
     UvPrefetch,
@@ -26,6 +27,11 @@ from tests.conftest import PROFILE_NAMES, facts_of
 def plan_of(table, name: str, request: SetupRequest | None = None) -> tuple[Plan, str]:
     plan, selection = make_plan(table, facts_of(name), request or SetupRequest())
     return plan, selection.env.python
+
+
+def ahead(plan: Plan, passed: set[str], python: str):
+    """As the runner asks before the first step not in ``passed`` runs."""
+    return ahead_of(plan, passed, passed, python, next_runs=True)
 
 
 def todo(plan: Plan) -> list[str]:
@@ -126,3 +132,31 @@ def test_every_profile_fetches_ahead_into_caches_only(table, name):
                         assert op.target == UV_TARGET and op.uv == f"{AHEAD_DIR}/uv"
                     case AptPrefetch():
                         pass
+
+
+def test_while_a_step_runs_the_next_one_is_fetched_for(table):
+    plan, python = plan_of(table, "t4-debian12-fresh")
+    steps = todo(plan)
+    done = set(steps[: steps.index("create-env")])  # create-env runs now: install-torch is next
+
+    running = ahead_of(plan, done, {*done, "create-env"}, python, next_runs=False)
+    after = {*done, "create-env"}
+    before_torch = ahead_of(plan, after, after, python, next_runs=True)
+
+    assert [i.step for i in running] == ["install-torch"]
+    assert before_torch == ()  # install-torch is about to run: it downloads for itself
+
+
+def test_a_running_source_step_holds_back_the_packages_after_it(table):
+    plan, python = plan_of(table, "t4-debian12-fresh")
+    steps = todo(plan)
+    assert steps.index("add-cuda-repo") < steps.index("install-nvidia-driver")
+    done = set(steps[: steps.index("add-cuda-repo")])
+
+    running = ahead_of(plan, done, {*done, "add-cuda-repo"}, python, next_runs=False)
+    added = ahead_of(
+        plan, {*done, "add-cuda-repo"}, {*done, "add-cuda-repo"}, python, next_runs=False
+    )
+
+    assert "install-nvidia-driver" not in [i.step for i in running]
+    assert "install-nvidia-driver" in [i.step for i in added]

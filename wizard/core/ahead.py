@@ -4,8 +4,8 @@ A fresh setup waits on three slow things: the driver (its download, then the DKM
 reboot, and 3-4 GiB of PyTorch wheels. Once the install has started, the runner fetches what
 later steps will download (runner/prefetch.py runs it, beside the step that runs):
 
-- a later ``apt-get install``'s packages go into apt's own cache (``AptPrefetch``), where apt
-  finds them, checks each against its signed index again and installs without downloading;
+- a later ``apt-get install``'s packages go into apt's own cache (``AptPrefetch``), each
+  checked against apt's signed index on the way in, and apt installs them without a download;
 - a later ``uv pip install`` fills uv's cache (``UvPrefetch``, the same hashes file), from where
   the step links the wheels in a fraction of a second;
 - a later download into gpuwizard's download folder is made there now, checked against its pin
@@ -128,16 +128,28 @@ def adds_sources(step: StepPlan) -> bool:
     return any(isinstance(a, WriteFile) and a.path.startswith(SOURCES) for a in step.actions)
 
 
-def ahead(plan: Plan, passed: Collection[str], python_version: str) -> tuple[AheadItem, ...]:
-    """What to fetch for the steps after the one that runs now (the first not in ``passed``).
+def ahead(
+    plan: Plan,
+    done: Collection[str],
+    started: Collection[str],
+    python_version: str,
+    *,
+    next_runs: bool,
+) -> tuple[AheadItem, ...]:
+    """What to fetch for the steps not started yet.
 
-    Each step's items come once even when two steps fetch the same (uv): the first keeps it.
+    ``done``: the steps finished (or left); ``started``: those too, and the one running now.
+    ``next_runs``: the first step not started is about to run and downloads for itself (the
+    runner asks before a step; while one runs, the next is fair game). A step's packages wait
+    while a step before it that adds a package source is not done. Each op comes once even when
+    two steps fetch the same (uv): the first step keeps it.
     """
-    todo = [s for s in plan.steps if s.id not in passed and not s.satisfied]
+    todo = [s for s in plan.steps if s.id not in started and not s.satisfied]
     items: list[AheadItem] = []
     seen: set[AheadOp] = set()
-    sources_change = bool(todo) and adds_sources(todo[0])
-    for step in todo[1:]:
+    for step in todo[1:] if next_runs else todo:
+        before = plan.steps[: plan.steps.index(step)]
+        sources_change = any(adds_sources(s) for s in before if s.id not in done)
         ops = tuple(
             op
             for op in ahead_ops(step.actions, python_version)
@@ -146,5 +158,4 @@ def ahead(plan: Plan, passed: Collection[str], python_version: str) -> tuple[Ahe
         seen.update(ops)
         if any(not isinstance(op, WriteFile) for op in ops):
             items.append(AheadItem(step.id, ops))
-        sources_change = sources_change or adds_sources(step)
     return tuple(items)

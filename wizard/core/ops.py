@@ -544,7 +544,7 @@ class AptPrefetch(_Program):
     Not ``apt-get --download-only``: that takes the dpkg frontend lock (measured: it asks for
     /var/lib/dpkg/lock-frontend), so it would wait for, or hold up, the step running beside it.
     ``apt-get --print-uris`` takes no lock; gpuwizard downloads what it lists, each file checked
-    against the SHA-256 from apt's signed index, and apt checks each again when it installs it.
+    against the SHA-256 from apt's signed index before it lands in apt's cache.
     """
 
     KIND: ClassVar[str] = "apt-prefetch"

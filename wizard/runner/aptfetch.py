@@ -5,8 +5,9 @@
 apt itself says what it would download and each file's SHA-256 (``apt-get --print-uris``, with
 ``Acquire::ForceHash=SHA256``; those hashes come from the index apt checked against the
 repository's signature). Each file is downloaded beside apt's cache, checked against that hash
-and only then moved in; apt checks it again when the step installs it. Files already there are
-left alone, so a second run fetches nothing.
+and only then moved in: apt installs a cached file of the right size without checking its hash
+again (measured in tests/chroot/test_fetch_ahead.py), so nothing unchecked may land there. apt
+does not list what it already has, so a second run fetches nothing.
 
 Why not ``apt-get --download-only``: it takes the dpkg frontend lock, like an install does. Run
 beside a step that installs (the driver's DKMS build), it would wait for it, or make it wait.
@@ -65,16 +66,23 @@ def parse_uris(text: str) -> list[Wanted]:
     return found
 
 
-def print_uris(packages: list[str], recommends: bool) -> list[Wanted]:
+def print_uris_argv(packages: list[str], recommends: bool) -> list[str]:
+    """What apt would download for ``apt-get install PACKAGES``, with SHA-256s; takes no lock."""
     argv = ["apt-get", "-qq", "--print-uris", "-o", "Acquire::ForceHash=SHA256", "-y", "install"]
-    argv += [] if recommends else ["--no-install-recommends"]
-    done = subprocess.run(
-        [*argv, *packages], capture_output=True, text=True, env={**os.environ, **APT_ENV}
-    )
-    if done.returncode != 0:
-        said = " ".join(line for line in done.stderr.splitlines() if line.startswith("E:"))
-        raise AptFetchError(f"apt cannot name them yet: {said or done.stderr.strip()[-300:]}")
-    return parse_uris(done.stdout)
+    return [*argv, *([] if recommends else ["--no-install-recommends"]), *packages]
+
+
+def read_uris(returncode: int, stdout: str, stderr: str) -> list[Wanted]:
+    if returncode != 0:
+        said = " ".join(line for line in stderr.splitlines() if line.startswith("E:"))
+        raise AptFetchError(f"apt cannot name them yet: {said or stderr.strip()[-300:]}")
+    return parse_uris(stdout)
+
+
+def print_uris(packages: list[str], recommends: bool) -> list[Wanted]:
+    argv = print_uris_argv(packages, recommends)
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **APT_ENV})
+    return read_uris(done.returncode, done.stdout, done.stderr)
 
 
 def apt_proxies() -> dict[str, str]:
@@ -169,12 +177,16 @@ def fetch_all(wanted: list[Wanted], archives: Path, opener: urllib.request.Opene
     return failed
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="gpuwizard-apt-fetch")
     parser.add_argument("--no-install-recommends", dest="recommends", action="store_false")
     parser.add_argument("--archives", type=Path, default=ARCHIVES)
     parser.add_argument("packages", nargs="+")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     try:
         wanted = print_uris(args.packages, args.recommends)
         args.archives.mkdir(parents=True, exist_ok=True)

@@ -50,8 +50,14 @@ def started_steps(journal: JournalData) -> set[str]:
     return {r.id for r in journal.steps if r.state in PASSED_STATES or r.attempts > 0}
 
 
-def items_for(journal: JournalData) -> tuple[AheadItem, ...]:
-    return ahead(journal.plan, started_steps(journal), journal.selection.env.python)
+def items_for(journal: JournalData, *, next_runs: bool) -> tuple[AheadItem, ...]:
+    done = {r.id for r in journal.steps if r.state in PASSED_STATES}
+    python = journal.selection.env.python
+    return ahead(journal.plan, done, started_steps(journal), python, next_runs=next_runs)
+
+
+def a_step_runs(journal: JournalData) -> bool:
+    return any(r.state == "running" for r in journal.steps)
 
 
 @dataclass
@@ -92,11 +98,9 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
         logs = state_dir / "logs" / journal.run_id
         executor = Executor(host, tools, logs, None, lambda *_: None, env={AHEAD_MARK: "1"})
         record = AheadRecord.load(state_dir, journal.run_id)
-        for item in items_for(journal):
-            if record.steps.get(item.step, ("",))[0] == "done":
-                continue
-            if item.step in started_steps(Journal.load(state_dir / JOURNAL).data):
-                continue  # its step began meanwhile: it downloads for itself
+        tried: set[str] = set()
+        while item := next_item(state_dir, record, tried):
+            tried.add(item.step)
             record.steps[item.step] = ("started", item.what)
             record.save(state_dir)
             record.steps[item.step] = fetch_item(host, executor, item)
@@ -110,6 +114,17 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         lock.release()
+
+
+def next_item(state_dir: Path, record: AheadRecord, tried: set[str]) -> AheadItem | None:
+    """The first later step's downloads not fetched yet, on the journal as it is now: a step
+    that added a package source since makes its followers' packages nameable; while no step
+    runs, the next one is about to and downloads for itself."""
+    journal = Journal.load(state_dir / JOURNAL).data
+    for item in items_for(journal, next_runs=not a_step_runs(journal)):
+        if item.step not in tried and record.steps.get(item.step, ("",))[0] != "done":
+            return item
+    return None
 
 
 def fetch_item(host: Host, executor: Executor, item: AheadItem) -> tuple[AheadState, str]:
@@ -153,7 +168,8 @@ class Ahead:
         if self.command is None or self.running():
             return
         record = self.record(journal)
-        left = [i for i in items_for(journal) if record.steps.get(i.step, ("",))[0] != "done"]
+        items = items_for(journal, next_runs=True)
+        left = [i for i in items if record.steps.get(i.step, ("",))[0] != "done"]
         if not left:
             return
         process = self.launch(self.command)

@@ -26,6 +26,7 @@ from gpuwizard.runner import events as ev
 from gpuwizard.runner.control import launch
 from gpuwizard.runner.events import StopReason
 from gpuwizard.runner.executor import Executor, Tools
+from gpuwizard.runner.failpoints import ENV as FAILPOINTS
 from gpuwizard.runner.files import make_private_dir, remove_stale_temps, write_atomic
 from gpuwizard.runner.journal import Journal, JournalError, now
 from gpuwizard.runner.layout import (
@@ -211,7 +212,8 @@ def _run_locked(
         ahead=Ahead(
             state_dir,
             options.ahead_command,
-            lambda command: launch(command, state_dir),
+            # The runner's failpoints are the runner's: the fetching process counts none of them.
+            lambda command: launch(command, state_dir, env={FAILPOINTS: ""}),
         ),
     )
     log.emit(
