@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuwizard.core.machine_words import gpuwizard_command
 from gpuwizard.screens.breaking import BreakingText
 from gpuwizard.screens.plain import part, plain
 from gpuwizard.screens.shell import StageView
@@ -128,7 +129,7 @@ class DoneView(StageView):
         elif not self.cli_args:
             shell.append(*part(f"  source {self.env_path}/bin/activate\n"))
             shell.append('  python -c "import torch; print(torch.cuda.device_count())"')
-        gpuwizard = " ".join(("gpuwizard", *self.cli_args))
+        gpuwizard = gpuwizard_command(self.cli_args)
         commands = Table.grid(padding=(0, 2))
         commands.add_column(no_wrap=True)
         commands.add_column(style="dim")

@@ -24,6 +24,8 @@ from tests.chroot.machine import ChrootMachine, create_machine, remove_machine
 from tests.conftest import profile_dir
 
 TIMINGS: list[tuple[str, float]] = []
+FIGURES: list[str] = []
+"""Figures a test worked out from the times (a ratio), printed after them."""
 NOT_CHECKED: dict[str, str] = {}
 """What could not be checked here -> why (a third-party repository, no GPU)."""
 T4 = "t4-debian12-fresh"
@@ -47,6 +49,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("chroot tier: wall-clock times")
         for label, seconds in TIMINGS:
             terminalreporter.write_line(f"{seconds:8.1f} s  {label}")
+    if FIGURES:
+        terminalreporter.section("chroot tier: figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
     if NOT_CHECKED:
         terminalreporter.section("chroot tier: NOT CHECKED (not counted as passed)")
         for what, why in sorted(NOT_CHECKED.items()):

@@ -10,7 +10,9 @@ loads it without a reboot, and builds the environment. On machine B the deploy.s
 A's run goes to its reboot stop, continues after the (simulated) reboot, then runs again and
 changes nothing; its end state is A's. On machine D a deploy.sh whose dpkg is SIGKILLed
 mid-unpack is run again and its repair phase (gw_run --repair) brings dpkg back. On machine C the exported Ansible playbook runs with
---check, then for real, then again reporting no change. PyTorch's index and the GPU cannot be
+--check, then for real, then again reporting no change. Machines E and F run the same Debian plan
+on fresh roots with the runner, E step by step and F fetching later steps' downloads beside the
+steps (runner/prefetch.py); both wall times and their ratio are printed, and both end the same. PyTorch's index and the GPU cannot be
 reached here: torch and torchvision come from stand-in wheels and the verification runs against
 them, and both are reported as not checked. Timings are printed at the end.
 """
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -33,8 +37,9 @@ from gpuwizard.export.bash import render_bash
 from gpuwizard.export.source import ExportSource
 from gpuwizard.runner.journal import Journal
 from gpuwizard.runner.layout import EVENTS, JOURNAL, load_planned_facts
+from gpuwizard.runner.prefetch import STATE as AHEAD_STATE
 from tests.chroot import torch_standin
-from tests.chroot.conftest import MachineFactory, not_checked, timed
+from tests.chroot.conftest import FIGURES, MachineFactory, not_checked, timed
 from tests.chroot.drive import facts_of, plan_on, reboot, run_runner, start_run
 from tests.chroot.machine import ChrootMachine
 from tests.chroot.roots import REPO
@@ -416,3 +421,34 @@ def test_d_deploy_sh_killed_mid_unpack_repairs_dpkg_when_run_again(machines):
     with timed("D: deploy.sh once more"):
         third = deploy(d)
     assert third.returncode == 0 and "dpkg was left interrupted" not in third.stdout
+
+
+# ------------------------------------------- E and F: the same plan, step by step and overlapped
+def run_fresh(machines: MachineFactory, name: str, *, ahead: bool) -> tuple[ChrootMachine, float]:
+    machine = machines(name)
+    offer_torch(machine)
+    start_run(machine, plan_on(machine, CHOICES))
+    how = "fetching ahead beside the steps" if ahead else "step by step"
+    started = time.monotonic()
+    with timed(f"{name[0]}: the runner, a fresh root's Debian plan, {how} (DKMS build included)"):
+        code = run_runner(machine, ahead=ahead)
+    took = time.monotonic() - started
+    assert code == 0, (machine.state_dir / EVENTS).read_text()[-4000:]
+    return machine, took
+
+
+def test_e_f_the_plan_fetching_ahead_ends_as_step_by_step_and_both_times_are_printed(machines):
+    e, sequential = run_fresh(machines, "E-sequential", ahead=False)
+    f, overlapped = run_fresh(machines, "F-overlapped", ahead=True)
+
+    assert [s.id for s in Journal.load(e.state_dir / JOURNAL).data.plan.steps] == [
+        s.id for s in Journal.load(f.state_dir / JOURNAL).data.plan.steps
+    ]
+    assert end_state(e) == end_state(f)
+    record = json.loads((f.state_dir / AHEAD_STATE).read_text())["steps"]
+    assert record.get("install-nvidia-driver", [""])[0] == "done", record
+    assert record.get("install-torch", [""])[0] == "done", record
+    FIGURES.append(
+        f"the Debian plan on a fresh root: step by step {sequential:.1f} s, fetching ahead "
+        f"{overlapped:.1f} s: {sequential / overlapped:.2f}x"
+    )

@@ -37,6 +37,8 @@ import bench_tui  # noqa: E402
 import bench_verdict_time  # noqa: E402
 import bench_worker_overhead  # noqa: E402
 
+from gpuwizard.core.machine_words import counted  # noqa: E402
+
 
 @dataclass(frozen=True)
 class Row:
@@ -171,7 +173,7 @@ def harness(torch_python: str | None, runs: int) -> list[Row]:
             overhead <= bench_worker_overhead.TARGET_PERCENT,
             f"best window; medians {median([f.median for f in worker]):.1f} vs "
             f"{median([f.median for f in bare]):.1f} img/s; {args.model} {args.image_size}px on the "
-            f"CPU, {args.threads} thread(s), {args.runs} runs each",
+            f"CPU, {counted(args.threads, 'thread')}, {args.runs} runs each",
         )
     ]
 

@@ -112,7 +112,7 @@ def cpu_phases(
     mode = next((m for m in CPU_DDP_PREFERENCE if m in spec.modes), spec.modes[0])
     ddp = ddp_argv(spec, worker, CPU_RANKS, mode, common, allreduce_mib=CPU_ALLREDUCE_MIB)
     return [
-        Phase(f"CPU, {threads} thread(s)", single, env),
+        Phase(f"CPU, {threads} thread{'' if threads == '1' else 's'}", single, env),
         Phase(
             f"DDP on {CPU_RANKS} CPU processes (gloo), a check of the multi-process path",
             ddp,

@@ -31,6 +31,12 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
+def gpuwizard_command(cli_args: tuple[str, ...] = ()) -> str:
+    """How a person starts gpuwizard on this machine again: "gpuwizard", or with the arguments
+    that choose it ("gpuwizard --simulate h100x8-ubuntu2204-fresh")."""
+    return " ".join(("gpuwizard", *cli_args))
+
+
 def human_bytes(size: int) -> str:
     """Decimal units, as disks are sold, three significant digits: "275 GB", "332 MB", "3.84 TB"."""
     value, unit = float(size), 0

@@ -180,7 +180,7 @@ def check_fabric_manager(facts: HostFacts, seen: Observed, table: CompatTable) -
     package = fabric_package(facts)
     nvml = facts.boot.nvml if isinstance(facts.boot.nvml, NvmlOk) else None
     evidence = (
-        f"{len(facts.hardware.nvswitches)} NVSwitch(es) on the PCI bus",
+        f"{counted(len(facts.hardware.nvswitches), 'NVSwitch', 'NVSwitches')} on the PCI bus",
         f"package: {' '.join(package) if package else 'none'}",
         f"{FABRIC_UNIT} {'enabled' if FABRIC_UNIT in facts.installs.services_enabled else 'not enabled'}",
         *(_unjoined(nvml) if nvml else ()),

@@ -22,6 +22,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from gpuwizard.core.machine_words import gpuwizard_command
 from gpuwizard.screens.looking import LookingView
 from gpuwizard.screens.shell import Answered, StageShell, StageView
 
@@ -196,7 +197,7 @@ class GpuWizardApp(App[str]):
             return
         if isinstance(self.screen, QuitScreen):
             return
-        command = " ".join(("gpuwizard", *self.backend.cli_args))
+        command = gpuwizard_command(self.backend.cli_args)
         ask = QuitScreen(running=state == "running", paused=state == "paused", command=command)
         self.push_screen(ask, lambda leave: self.exit("") if leave else None)
 

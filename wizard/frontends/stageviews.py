@@ -16,6 +16,7 @@ from gpuwizard.bench.references import load_references
 from gpuwizard.bench.results import last_interrupted
 from gpuwizard.bench.session import BenchSession
 from gpuwizard.core.facts import HostFacts, NvmlOk, judge_boot
+from gpuwizard.core.machine_words import gpuwizard_command
 from gpuwizard.core.paths import DEFAULT_ENV, MINIFORGE_DIR
 from gpuwizard.core.plan import assert_never
 from gpuwizard.core.request import SetupRequest
@@ -71,7 +72,7 @@ def view_for(stage: flow.Stage, effects: Effects, ssh_hint: str) -> StageView:  
         case flow.Watching():
             return InstallView(stage, effects, driven_by=stage.holder.describe())
         case flow.AwaitingReboot():
-            again = " ".join(("gpuwizard", *effects.backend.cli_args))
+            again = gpuwizard_command(effects.backend.cli_args)
             come_back = f"{ssh_hint}   then   {again}"
             mok = any(s.id == "enroll-mok" and not s.satisfied for s in stage.plan.steps)
             return RebootView(stage.reason, come_back, effects.backend.simulated, mok)

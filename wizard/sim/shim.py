@@ -513,9 +513,9 @@ def main(argv: list[str]) -> int:
     tool = Path(program).name
     log_call(sandbox, tool, args)
     if fetches_ahead(tool, args):  # read-only: never saves the state a step's call may be saving
-        lines, code = fetch_ahead(sandbox, sandbox.load(), tool, args)
-        say(lines)
-        return code
+        said, status = fetch_ahead(sandbox, sandbox.load(), tool, args)
+        say(said)
+        return status
     state = sandbox.load()
     rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
     busy = changes_packages(tool, args) and not state.dpkg_interrupted
