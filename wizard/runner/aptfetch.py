@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ from gpuwizard.core.ops import APT_ENV
 
 ARCHIVES = Path("/var/cache/apt/archives")
 CHUNK = 1 << 20
+PROGRESS_S = 10.0
+"""A line on a large file's progress this often: the runner waits for a fetch that shows progress."""
 URI_LINE = re.compile(r"^'(?P<uri>[^']+)' (?P<name>\S+) (?P<size>\d+) (?P<hash>\S+)$")
 SCHEMES = ("http://", "https://")
 
@@ -130,13 +133,19 @@ def fetch_one(wanted: Wanted, archives: Path, opener: urllib.request.OpenerDirec
         and sha256_of(destination) == wanted.sha256
     ):
         return 0
-    digest, size = hashlib.sha256(), 0
+    digest, size, said = hashlib.sha256(), 0, time.monotonic()
     with staged(destination) as (fd, part), os.fdopen(fd, "wb") as out:
         with opener.open(wanted.uri, timeout=120) as response:
             while chunk := response.read(CHUNK):
                 digest.update(chunk)
                 out.write(chunk)
                 size += len(chunk)
+                if time.monotonic() - said > PROGRESS_S:  # a large file: progress to the log
+                    said = time.monotonic()
+                    sys.stdout.write(
+                        f"{wanted.name}: {size_text(size)} of {size_text(wanted.size)}\n"
+                    )
+                    sys.stdout.flush()
         if size != wanted.size or digest.hexdigest() != wanted.sha256:
             raise AptFetchError(
                 f"{wanted.name}: got {size} bytes, SHA-256 {digest.hexdigest()}; apt's index "

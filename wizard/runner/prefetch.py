@@ -193,17 +193,19 @@ class Ahead:
         def fetching() -> bool:
             return self.record(journal).steps.get(step, ("",))[0] == "started"
 
-        yield from self.wait(fetching, step, f"waiting for {step}'s downloads to finish")
+        why = f"waiting for {step}'s downloads to finish"
+        yield from self.wait(journal.run_id, fetching, step, why)
         yield from self.report(journal)
         yield from self.start(journal)
 
     def before_reboot(self, journal: JournalData) -> Generator[RunEvent, None, None]:
         """Before the reboot: everything being fetched lands first."""
-        yield from self.wait(lambda: True, None, "finishing the downloads for after the reboot")
+        why = "finishing the downloads for after the reboot"
+        yield from self.wait(journal.run_id, lambda: True, None, why)
         yield from self.report(journal)
 
     def wait(
-        self, fetching: Callable[[], bool], step: str | None, why: str
+        self, run_id: str, fetching: Callable[[], bool], step: str | None, why: str
     ) -> Generator[RunEvent, None, None]:
         """Wait while it fetches, and while its log shows progress: a fetch gone quiet (a stalled
         mirror) is not waited for; the step then downloads for itself, as without it."""
@@ -214,16 +216,19 @@ class Ahead:
             if not told:
                 yield FetchedAhead("waiting", step, why)
                 told = True
-            if self.quiet_for() > QUIET_S:
+            if self.quiet_for(run_id) > QUIET_S:
                 said = f"no progress for {QUIET_S / 60:g} minutes: not waiting for it any longer"
                 yield FetchedAhead("failed", step, said)
                 return
             self.sleep(POLL_S)
 
-    def quiet_for(self) -> float:
+    def quiet_for(self, run_id: str) -> float:
         """Seconds since the fetching process last wrote to its log (0 before it has one)."""
-        logs = sorted(self.state_dir.glob(f"logs/*/{LOG_ID}.log"), key=lambda p: p.stat().st_mtime)
-        return self.wall() - logs[-1].stat().st_mtime if logs else 0.0
+        try:
+            written = (self.state_dir / "logs" / run_id / f"{LOG_ID}.log").stat().st_mtime
+        except OSError:
+            return 0.0
+        return self.wall() - written
 
     def report(self, journal: JournalData) -> Generator[RunEvent, None, None]:
         """Each step's downloads that ended since the last report, once, while the step is
