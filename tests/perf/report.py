@@ -8,7 +8,8 @@ on the same CPUs means more. Anchors: `python -m torch.utils.collect_env` for de
 Python with torch), a bare Textual app's first frame, Textual's stock Log fed line by line, a
 bare pexpect read loop, a bare training loop, a fixed 300-step benchmark run, pip installing
 the same torch wheels as uv (from a local wheel folder: GPUWIZARD_TORCH_WHEELS, see
-bench_torch_install.py). The flood rows have absolute targets (key answer, memory, reattach).
+bench_torch_install.py), the same Debian plan step by step (read from the heavy chroot tier's last
+run: perf-heavy-ahead.json). The flood rows have absolute targets (key answer, memory, reattach).
 Prints figures and asserts nothing; a row whose anchor cannot run here says so.
 """
 
@@ -237,6 +238,28 @@ def torch_install(runs: int) -> list[Row]:
     ]
 
 
+HEAVY_AHEAD = PERF.parent.parent / "perf-heavy-ahead.json"
+"""Written by the heavy chroot tier's machines E and F (tests/chroot/heavy.py)."""
+
+
+def fetch_ahead() -> list[Row]:
+    """The heavy tier's last measurement: it takes minutes (two DKMS builds), so it is read."""
+    figure = "the Debian plan in a real root, fetching ahead vs step by step"
+    goal = "shorter (the ratio)"
+    try:
+        data = json.loads(HEAVY_AHEAD.read_text())
+    except (OSError, ValueError):
+        how = "not measured: run .venv/bin/python -m pytest tests/chroot/heavy.py -k e_f"
+        return [Row(figure, 0.0, None, "s", None, goal, None, how)]
+    ours, anchor = data["overlapped_s"], data["sequential_s"]
+    ratio = anchor / ours
+    fetched = ", ".join(data["fetched"])
+    return [
+        Row(figure, ours, anchor, "s", ratio, goal, ratio > 1.0,
+            f"measured {data['when']} by tests/chroot/heavy.py (DKMS build in both); fetched ahead: {fetched}")
+    ]  # fmt: skip
+
+
 def flood(megabytes: int) -> list[Row]:
     result = bench_flood.measure(megabytes)
     live, again = result["live"], result["reattach"]
@@ -356,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         ("harness", lambda: harness(args.torch_python, 2 if args.quick else 4)),
         ("verdict time", lambda: verdict_time(args.torch_python, 1 if args.quick else 2)),
         ("torch install", lambda: torch_install(1 if args.quick else 2)),
+        ("fetching ahead", fetch_ahead),
         ("flood 200 MB", lambda: flood(200)),
         *([] if args.quick else [("flood 1 GB", lambda: flood(1000))]),
     ]
