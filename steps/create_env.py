@@ -2,9 +2,11 @@
 
 A venv from a fitting interpreter is the default: small, fast, made by the pinned uv (its
 wheel checked against download_pins.yaml's SHA-256, as install-python fetches it), which also installs
-PyTorch into it (install-torch). uv needs no ensurepip; ``--seed`` puts pip in the venv for the
-person's own use. The guide's conda is offered through Miniforge (conda-forge's installer, no Anaconda
-licence terms); only Python comes from conda, PyTorch still from its pip index.
+PyTorch into it (install-torch). uv needs no ensurepip; pip, for the person's own use, is the
+pinned one, installed by uv against its SHA-256 (``uv venv --seed`` would take the newest pip,
+setuptools and wheel from PyPI, unpinned). The guide's conda is offered through Miniforge
+(conda-forge's installer, no Anaconda licence terms); only Python comes from conda, PyTorch still
+from its pip index.
 
 Where gpuwizard pins no uv for the CPU, ``python3 -m venv`` makes it. On Debian and Ubuntu that
 needs the release's ``python3.X-venv`` package (ensurepip); a minimal image lacks it, and the venv
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwizard.core.download_pins import PYPI_INDEX, pip_for
 from gpuwizard.core.facts import Environment, HostFacts
-from gpuwizard.core.ops import CondaCreate, MiniforgeInstall, UvVenv, Venv
+from gpuwizard.core.ops import CondaCreate, MiniforgeInstall, UvPipInstall, UvVenv, Venv
 from gpuwizard.core.paths import DOWNLOADS_DIR, MINIFORGE_DIR
-from gpuwizard.core.plan import Action, Target
+from gpuwizard.core.plan import Action, Target, WriteFile
 from gpuwizard.core.selection import EnvChoice
 from gpuwizard.steps.base import Check, apt_install, fetch, missing, unconfirmed_note
 from gpuwizard.steps.install_python import UV, fetch_uv, uv_runs
@@ -105,13 +108,22 @@ class CreateEnv:
             # uv finds the CPython it installed by version; its exact path is not known in advance.
             # uv is fetched again, as every step that runs it does: install-python may have been
             # done in an earlier run, or by another gpuwizard with another uv.
-            return (fetch_uv(self.arch), UvVenv(UV, self.env.python, self.env.path))
+            venv = UvVenv(UV, self.env.python, self.env.path)
+            return (fetch_uv(self.arch), venv, *self.pinned_pip())
         if uv_runs(self.arch):
-            return (fetch_uv(self.arch), UvVenv(UV, python, self.env.path))
+            return (fetch_uv(self.arch), UvVenv(UV, python, self.env.path), *self.pinned_pip())
         create = Venv(python, self.env.path)
         if self.needs_venv_package and missing(facts, [self.venv_package()]):
             return (*apt_install([self.venv_package()]), create)
         return (create,)
+
+    def pinned_pip(self) -> tuple[Action, ...]:
+        """pip in the new venv: the pinned release for its Python, checked against its SHA-256."""
+        pip = pip_for(self.env.python)
+        hashes = f"{DOWNLOADS_DIR}/pip-{pip.version}.hashes.txt"
+        text = f"pip=={pip.version} --hash=sha256:{pip.sha256}\n"
+        install = UvPipInstall(UV, self.env.path, index_url=PYPI_INDEX, hashes_file=hashes)
+        return (WriteFile(hashes, text, 0o644), install)
 
     def conda_plan(self, facts: HostFacts) -> tuple[Action, ...]:
         conda = f"{MINIFORGE_DIR}/bin/conda"

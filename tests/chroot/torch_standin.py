@@ -4,8 +4,8 @@ PyTorch's own index (download.pytorch.org) cannot be reached from here and there
 the plan's ``uv pip install --index-url https://download.pytorch.org/whl/cuXYZ torch==V
 torchvision==W`` is served by wheels built here, in a find-links folder. uv still really runs,
 offline (``UV_ENV``: it would fail on the unreachable index, where pip tried it and went on),
-with the seed wheels ``uv venv --seed`` needs (pip, setuptools, wheel and its packaging, from
-PyPI) beside the stand-ins; pip, where a plan still uses it, finds them through the root's
+with the wheels create-env installs (the pinned pip) and pip's build tools (setuptools, wheel
+and its packaging, from PyPI) beside the stand-ins; pip, where a plan still uses it, finds them through the root's
 /etc/pip.conf. The stand-in ``torch.cuda`` answers from the chroot machine's boot (the driver loaded or not, the profile's GPUs), and every tensor
 operation the verify probe makes succeeds without computing anything. The tiers report both
 steps as not checked.
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+from gpuwizard.core.download_pins import pip_for
 
 FIND_LINKS = "/var/cache/gpuwizard-chroot/wheels"
 TORCH_INIT = '''"""Stand-in torch for gpuwizard's chroot tests: NOT PyTorch. It computes nothing."""
@@ -101,12 +103,15 @@ reads no configuration file under gpuwizard's UV_NO_CONFIG, so the environment i
 UV_ENV = {**UV_TRUST, "UV_OFFLINE": "1", "UV_FIND_LINKS": FIND_LINKS}
 """For every uv command where a tier offers the stand-ins (the runner's tool shim, deploy.sh's
 and the playbook's environment)."""
-SEEDS = ("pip", "setuptools", "wheel", "packaging")
+SEEDS = (f"pip=={pip_for('3.11').version}", "setuptools", "wheel", "packaging")
+"""create-env's pinned pip for Debian 12's Python 3.11 (checked by its hash, which PyPI's wheel
+has), and what pip installs need where a plan still uses pip."""
 
 
 def add_seeds(folder: Path) -> None:
-    """The wheels ``uv venv --seed`` installs, from PyPI into the find-links folder, once."""
-    if all(any(folder.glob(f"{name}-*.whl")) for name in SEEDS):
+    """The wheels create-env and pip installs need, from PyPI into the find-links folder, once."""
+    names = [seed.replace("==", "-") for seed in SEEDS]
+    if all(any(folder.glob(f"{name}-*.whl")) for name in names):
         return
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
     subprocess.run(

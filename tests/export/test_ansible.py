@@ -190,6 +190,15 @@ def test_pins_are_the_plans() -> None:
         and t["ansible.builtin.command"]["argv"][:3] == ["/opt/gpuwizard/bin/uv", "pip", "install"]
     ]
     assert [t["ansible.builtin.command"]["argv"][3:] for t in uv] == [
+        [  # create-env's pinned pip, by its hash
+            "--python",
+            "/opt/gpuwizard/envs/pytorch/bin/python",
+            "--index-url",
+            "https://pypi.org/simple",
+            "--verify-hashes",
+            "-r",
+            "/var/cache/gpuwizard/pip-26.3.hashes.txt",
+        ],
         [
             "--python",
             "/opt/gpuwizard/envs/pytorch/bin/python",
@@ -201,7 +210,7 @@ def test_pins_are_the_plans() -> None:
             "https://download.pytorch.org/whl/cu126",
             "torch==2.14.1",
             "torchvision==0.29.1",
-        ]
+        ],
     ]
     assert uv[0]["environment"]["UV_NO_CONFIG"] == "1"
     assert uv[0]["changed_when"] == "'Installed' in gpuwizard_uv.stderr"

@@ -253,12 +253,12 @@ def test_pypis_default_torch_build_is_installed_by_uv_checked_against_the_pinned
         pytest.param(
             "l40sx4-rocky9-fresh",
             "dnf -y -q install python3.12 \\\n    && UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python "
-            "UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.12",
+            "UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 /opt/gpuwizard/bin/uv venv --clear --python /usr/bin/python3.12",
             id="Rocky's python3.12",
         ),
         pytest.param(
             "a100x4-ubuntu2004-fresh",
-            "/opt/gpuwizard/bin/uv venv --seed --clear --python 3.12 /opt/gpuwizard/envs/pytorch",
+            "/opt/gpuwizard/bin/uv venv --clear --python 3.12 /opt/gpuwizard/envs/pytorch",
             id="focal: standalone via uv",
         ),
     ],

@@ -56,7 +56,8 @@ def test_one_round_at_a_time_and_none_where_nothing_is_left(tmp_path, journal):
     assert list(runner.start(journal)) == [] and len(launched) == 1
     lock.release()
 
-    record = AheadRecord(journal.run_id, {"install-torch": ("done", "PyTorch's wheels")})
+    done = {"create-env": ("done", "pip"), "install-torch": ("done", "PyTorch's wheels")}
+    record = AheadRecord(journal.run_id, done)
     record.save(tmp_path)  # everything fetched: nothing to start
     assert list(runner.start(journal)) == [] and len(launched) == 1
 
@@ -134,3 +135,36 @@ def test_the_front_ends_say_each_state_in_one_line():
         "ahead: install-torch's downloads are in the cache (PyTorch's wheels)",
         "ahead: fetching for install-torch failed: 404; its step downloads them itself",
     ]
+
+
+def test_a_download_two_items_share_is_fetched_once_a_round_and_the_scratch_target_goes(tmp_path):
+    from gpuwizard.core.ahead import AHEAD_DIR, UV_TARGET, AheadItem
+    from gpuwizard.core.ops import Download, Sha256, UvPrefetch
+    from gpuwizard.runner.executor import Outcome
+    from gpuwizard.runner.prefetch import fetch_item
+
+    class Host:
+        def path(self, absolute: str) -> Path:
+            return tmp_path / absolute.lstrip("/")
+
+    ran: list[object] = []
+
+    def executor(_log: str, op: object) -> Outcome:
+        ran.append(op)
+        if isinstance(op, UvPrefetch):
+            assert Host().path(UV_TARGET).parent.is_dir()
+            Host().path(UV_TARGET).mkdir()  # uv fills it
+        return Outcome(True, "ok")
+
+    uv = Download("pypi:uv==1", f"{AHEAD_DIR}/uv", Sha256("0" * 64), member="uv")
+    pip = UvPrefetch(f"{AHEAD_DIR}/uv", "/usr/bin/python3", "3.11", UV_TARGET, ("pip==1",))
+    torch = UvPrefetch(f"{AHEAD_DIR}/uv", "/usr/bin/python3", "3.11", UV_TARGET, ("torch==1",))
+    fetched: set[object] = set()
+
+    assert fetch_item(Host(), executor, AheadItem("create-env", (uv, pip)), fetched)[0] == "done"  # type: ignore[arg-type]
+    assert (
+        fetch_item(Host(), executor, AheadItem("install-torch", (uv, torch)), fetched)[0] == "done"
+    )  # type: ignore[arg-type]
+
+    assert ran == [uv, pip, torch]
+    assert not Host().path(UV_TARGET).exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gpuwizard.core.download_pins import pip_for
 from gpuwizard.core.facts import AptSource, Environment, HostFacts, NvmlGpu, NvmlOk, Package
 from gpuwizard.core.ops import AptUpdate, Command
 from gpuwizard.core.plan import WriteFile
@@ -102,9 +103,13 @@ def test_ubuntu_drivers_keep_their_recommends(table):
 # ------------------------------------------------------------------------------- venv (B3)
 def test_uv_makes_the_venv_from_the_system_python_without_its_venv_package(table):
     _, plan = planned(table, facts_of(T4))
-    fetch, create = runs(plan, "create-env")
+    fetch, create, pip = runs(plan, "create-env")
     assert fetch[0] == "gpuwizard-fetch" and "--sha256" in fetch
-    assert create == (UV, "venv", "--seed", "--clear", "--python", "/usr/bin/python3.11", ENV)
+    assert create == (UV, "venv", "--clear", "--python", "/usr/bin/python3.11", ENV)
+    assert pip[:5] == (UV, "pip", "install", "--python", f"{ENV}/bin/python")
+    assert pip[-3:] == ("--verify-hashes", "-r", "/var/cache/gpuwizard/pip-26.3.hashes.txt")
+    hashes = next(a for a in plan.step("create-env").actions if isinstance(a, WriteFile))
+    assert hashes.content == f"pip==26.3 --hash=sha256:{pip_for('3.11').sha256}\n"
     assert "uv (pinned, its SHA-256 checked) makes it" in plan.step("create-env").why
 
 

@@ -44,8 +44,11 @@ def test_the_wheels_of_a_fresh_debian_go_into_uv_s_cache_while_the_driver_builds
 
     items = ahead(plan, passed, python)
 
-    assert [i.step for i in items] == ["install-torch"]
-    fetch_uv, hashes, prefetch = items[0].ops
+    assert [(i.step, i.what) for i in items] == [
+        ("create-env", "pip"),  # the pinned pip the new venv gets
+        ("install-torch", "PyTorch's wheels"),
+    ]
+    fetch_uv, hashes, prefetch = items[1].ops
     planned = plan.step("install-torch").actions
     assert isinstance(fetch_uv, Download) and fetch_uv.dest == f"{AHEAD_DIR}/uv"
     assert fetch_uv.url == next(a for a in planned if isinstance(a, Download)).url
@@ -58,7 +61,6 @@ def test_the_wheels_of_a_fresh_debian_go_into_uv_s_cache_while_the_driver_builds
     assert ("--python", RESOLVER, "--python-version", python) == argv[3:7]
     assert argv[7:9] == ("--target", UV_TARGET)
     assert ("--verify-hashes", "-r", uv.hashes_file) == argv[-3:]
-    assert items[0].what == "PyTorch's wheels"
 
 
 def test_the_step_that_runs_now_fetches_for_itself(table):
@@ -97,7 +99,9 @@ def test_apt_s_prefetch_names_the_same_packages_with_the_same_recommends(table):
     assert op.command().env["DEBIAN_FRONTEND"] == "noninteractive"
 
 
-def test_uv_fetched_for_two_steps_is_fetched_once():
+def test_each_item_that_runs_uv_fetches_it_to_the_cache():
+    """Whole items (one may be done in an earlier round whose uv is gone); the fetching process
+    fetches the same download once a round (tests/runner/test_prefetch.py)."""
     fetch = Download("pypi:uv==1", UV, Sha256("0" * 64), member="uv")
     install = UvPipInstall(UV, "/env", ("torch==1",), "https://example/simple")
     first = ahead_ops((fetch, install), "3.12")

@@ -8,9 +8,9 @@ One change since is on purpose: every Python gpuwizard starts gets ``-I`` (issue
 schema-1 Python command (pip, venv, the verify probe) is read into one that runs isolated.
 Since issue 27 uv makes the venv and installs PyTorch where gpuwizard pins a uv for the CPU; the
 cases are planned as on a CPU without one (``pip_era``), which plans what schema 1 recorded, and
-``uv venv`` has ``--clear`` since (uv 0.13 refuses an existing folder without it): a schema-1
-``uv venv`` no longer renders back, so it stays a ``Command`` that runs as recorded
-(``schema_1_form``).
+``uv venv`` has ``--clear`` since (uv 0.13 refuses an existing folder without it) and no
+``--seed`` (create-env installs the pinned pip by its hash): a schema-1 ``uv venv`` no longer
+renders back, so it stays a ``Command`` that runs as recorded (``schema_1_form``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from gpuwizard.core.ops import (
     UvPythonInstall,
     UvVenv,
 )
-from gpuwizard.core.plan import Plan
+from gpuwizard.core.plan import Plan, WriteFile
 from gpuwizard.core.plan_v1 import RunV1, recognise
 from gpuwizard.core.request import SetupRequest
 from gpuwizard.core.selection import Selection
@@ -141,6 +141,11 @@ def recorded_v1_plan(name: str) -> dict[str, Any]:
     return data
 
 
+def is_pinned_pip(action: Any) -> bool:
+    path = action.path if isinstance(action, WriteFile) else getattr(action, "hashes_file", None)
+    return path is not None and "/pip-" in path
+
+
 def schema_1_form(plan: Plan) -> Plan:
     """The plan as a schema-1 journal reads into now: uv's commands as they were recorded (``uv
     venv`` without ``--clear``, no ``UV_SYSTEM_CERTS``, which came later), so Commands that run as
@@ -151,18 +156,22 @@ def schema_1_form(plan: Plan) -> Plan:
             return action
         run = action.command()
         argv = tuple(word for word in run.argv if word != "--clear")
+        if isinstance(action, UvVenv):  # seeded then; the pinned pip came later
+            argv = (action.uv, "venv", "--seed", "--python", action.version, action.path)
         env = {key: value for key, value in run.env.items() if key != "UV_SYSTEM_CERTS"}
         return Command(
             argv, env=env, timeout_s=run.timeout_s, silence_timeout_s=run.silence_timeout_s
         )
 
     def then(step: Any) -> tuple[Any, ...]:
-        # create-env fetches uv itself since 2026-12-05 (schema 1 used install-python's)
+        # create-env fetches uv itself since 2026-12-05 (schema 1 used install-python's), and
+        # installs the pinned pip by its hash since 2026-12-05 (schema 1: uv venv --seed)
         fetched = step.id == "create-env" and any(isinstance(a, UvVenv) for a in step.actions)
         return tuple(
             old(a)
             for a in step.actions
             if not (fetched and isinstance(a, Download) and a.dest == UV)
+            and not (fetched and is_pinned_pip(a))
         )
 
     steps = tuple(dataclasses.replace(s, actions=then(s)) for s in plan.steps)

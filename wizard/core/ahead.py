@@ -67,6 +67,8 @@ class AheadItem:
             match op:
                 case AptPrefetch():
                     parts.append(", ".join(op.packages))
+                case UvPrefetch() if op.hashes_file and "/pip-" in op.hashes_file:
+                    parts.append("pip")
                 case UvPrefetch():
                     parts.append(
                         "PyTorch's wheels" if op.hashes_file else ", ".join(op.requirements)
@@ -141,21 +143,19 @@ def ahead(
     ``done``: the steps finished (or left); ``started``: those too, and the one running now.
     ``next_runs``: the first step not started is about to run and downloads for itself (the
     runner asks before a step; while one runs, the next is fair game). A step's packages wait
-    while a step before it that adds a package source is not done. Each op comes once even when
-    two steps fetch the same (uv): the first step keeps it.
+    while a step before it that adds a package source is not done. Each item is whole (two that
+    run uv each fetch it); the fetching process fetches an op only once a round.
     """
     todo = [s for s in plan.steps if s.id not in started and not s.satisfied]
     items: list[AheadItem] = []
-    seen: set[AheadOp] = set()
     for step in todo[1:] if next_runs else todo:
         before = plan.steps[: plan.steps.index(step)]
         sources_change = any(adds_sources(s) for s in before if s.id not in done)
         ops = tuple(
             op
             for op in ahead_ops(step.actions, python_version)
-            if op not in seen and not (sources_change and isinstance(op, AptPrefetch))
+            if not (sources_change and isinstance(op, AptPrefetch))
         )
-        seen.update(ops)
         if any(not isinstance(op, WriteFile) for op in ops):
             items.append(AheadItem(step.id, ops))
     return tuple(items)

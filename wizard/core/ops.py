@@ -472,8 +472,11 @@ class Venv(_Program):
 
 @dataclass(frozen=True)
 class UvVenv(_Program):
-    """A venv (with pip) at ``path``, made afresh: ``version`` is what uv's ``--python`` takes,
-    a version of a standalone CPython uv installed, or an interpreter's path (``/usr/bin/python3.12``).
+    """A venv at ``path``, made afresh: ``version`` is what uv's ``--python`` takes, a version of
+    a standalone CPython uv installed, or an interpreter's path (``/usr/bin/python3.12``).
+
+    Without ``--seed``: that would put the newest pip, setuptools and wheel from PyPI in it,
+    unpinned; create-env installs the pinned pip by its hash instead.
     """
 
     KIND: ClassVar[str] = "uv-venv"
@@ -484,7 +487,7 @@ class UvVenv(_Program):
     silence_timeout_s: float = 600
 
     def command(self) -> Command:
-        argv = (self.uv, "venv", "--seed", "--clear", "--python", self.version, self.path)
+        argv = (self.uv, "venv", "--clear", "--python", self.version, self.path)
         return _run(argv, self, UV_ENV)
 
 

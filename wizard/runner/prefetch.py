@@ -24,8 +24,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuwizard.core.ahead import AHEAD_DIR, AHEAD_MARK, UV_TARGET, AheadItem, ahead
-from gpuwizard.core.ops import UvPrefetch
+from gpuwizard.core.ahead import AHEAD_DIR, AHEAD_MARK, UV_TARGET, AheadItem, AheadOp, ahead
+from gpuwizard.core.ops import Download, UvPrefetch
 from gpuwizard.core.paths import DOWNLOADS_DIR
 from gpuwizard.machine.host import Host
 from gpuwizard.runner.events import AheadState, FetchedAhead, RunEvent
@@ -99,11 +99,12 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
         executor = Executor(host, tools, logs, None, lambda *_: None, env={AHEAD_MARK: "1"})
         record = AheadRecord.load(state_dir, journal.run_id)
         tried: set[str] = set()
+        fetched: set[AheadOp] = set()  # uv, run by two items, is fetched once a round
         while item := next_item(state_dir, record, tried):
             tried.add(item.step)
             record.steps[item.step] = ("started", item.what)
             record.save(state_dir)
-            record.steps[item.step] = fetch_item(host, executor, item)
+            record.steps[item.step] = fetch_item(host, executor, item, fetched)
             record.save(state_dir)
         return 0
     finally:
@@ -127,8 +128,12 @@ def next_item(state_dir: Path, record: AheadRecord, tried: set[str]) -> AheadIte
     return None
 
 
-def fetch_item(host: Host, executor: Executor, item: AheadItem) -> tuple[AheadState, str]:
+def fetch_item(
+    host: Host, executor: Executor, item: AheadItem, fetched: set[AheadOp]
+) -> tuple[AheadState, str]:
     for op in item.ops:
+        if isinstance(op, Download) and op in fetched:
+            continue
         scratch = host.path(UV_TARGET) if isinstance(op, UvPrefetch) else None
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -140,6 +145,7 @@ def fetch_item(host: Host, executor: Executor, item: AheadItem) -> tuple[AheadSt
                 shutil.rmtree(scratch, ignore_errors=True)  # uv's cache keeps the wheels
         if not outcome.ok:
             return "failed", f"{item.what}: {outcome.result}; its step downloads them itself"
+        fetched.add(op)
     return "done", item.what
 
 

@@ -655,8 +655,13 @@ if gw_begin 6 create-env 'Create the Python environment /opt/gpuwizard/envs/pyto
       d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 --member \
       uv-0.13.9.data/scripts/uv
   gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
-      /opt/gpuwizard/bin/uv venv --seed --clear --python /usr/bin/python3.10 \
-      /opt/gpuwizard/envs/pytorch
+      /opt/gpuwizard/bin/uv venv --clear --python /usr/bin/python3.10 /opt/gpuwizard/envs/pytorch
+  gw_write /var/cache/gpuwizard/pip-26.3.hashes.txt 0644 <<'GPUWIZARD_EOF'
+pip==26.3 --hash=sha256:f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13
+GPUWIZARD_EOF
+  gw_run UV_PYTHON_INSTALL_DIR=/opt/gpuwizard/python UV_NO_CONFIG=1 UV_SYSTEM_CERTS=1 -- \
+      /opt/gpuwizard/bin/uv pip install --python /opt/gpuwizard/envs/pytorch/bin/python --index-url \
+      https://pypi.org/simple --verify-hashes -r /var/cache/gpuwizard/pip-26.3.hashes.txt
   gw_done create-env
 fi
 
