@@ -168,3 +168,27 @@ def test_a_download_two_items_share_is_fetched_once_a_round_and_the_scratch_targ
 
     assert ran == [uv, pip, torch]
     assert not Host().path(UV_TARGET).exists()
+
+
+def test_at_the_end_of_the_run_the_fetching_process_is_ended_and_waited_for(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path\n"
+         "from gpuwizard.runner.lock import RunnerLock\n"
+         "lock = RunnerLock(Path(sys.argv[1]), 'ahead.lock'); lock.acquire(); print('held', flush=True)\n"
+         "time.sleep(60)", str(tmp_path)],
+        stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    runner = Ahead(tmp_path, ("fetch",), lambda _command: None)
+    assert runner.running()
+
+    started = time.monotonic()
+    runner.stop()
+
+    assert not runner.running() and holder.wait(timeout=10) != 0
+    assert time.monotonic() - started < 10

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -196,6 +197,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    # Stopped mid-file: the partial file beside apt's cache is removed on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         wanted = print_uris(args.packages, args.recommends)
         args.archives.mkdir(parents=True, exist_ok=True)

@@ -271,9 +271,7 @@ class Applier:
                 self.journal.update(record.id, state="left", reason=SKIPPED_BY_YOU)
                 yield StepSkipped(record.id, SKIPPED_BY_YOU, by_you=True)
                 continue
-            if self.ahead is not None:
-                yield from self.ahead.before_step(self.journal.data, planned.id)
-            outcome = yield from self.run_step(planned, record)
+            outcome = yield from self.run_step_after_its_downloads(planned, record)
             if outcome != "continue":
                 self.exit = outcome
                 return
@@ -290,9 +288,17 @@ class Applier:
         if (yield from self.verify_leftovers()):
             self.exit = "failed"
             return
+        if self.ahead is not None:  # every step is done: nothing left to fetch for
+            self.ahead.stop()
         self.journal.set(finished=True)
         self.exit = "done"
         yield RunFinished(True, "every step is done")
+
+    def run_step_after_its_downloads(self, planned: StepPlan, record: StepRecord) -> StepRun:
+        """The step, once what is being fetched ahead for it has landed (runner/prefetch.py)."""
+        if self.ahead is not None:
+            yield from self.ahead.before_step(self.journal.data, planned.id)
+        return (yield from self.run_step(planned, record))
 
     def remaining(self) -> bool:
         return any(

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -42,6 +44,7 @@ POLL_S = 0.5
 QUIET_S = 120.0
 """A fetch whose log is silent this long is not waited for (downloads print as they go)."""
 START_WAIT_S = 10.0
+STOP_WAIT_S = 10.0
 START_POLL_S = 0.05
 
 
@@ -91,6 +94,7 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
         lock.acquire()
     except AlreadyRunning:
         return 0
+    signal.signal(signal.SIGTERM, ended)  # stopped: the clean-up below still runs
     downloads = host.path(DOWNLOADS_DIR)
     made = [f for f in (downloads, *downloads.parents) if not f.exists()]  # made for the round
     try:
@@ -115,6 +119,10 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         lock.release()
+
+
+def ended(_signal: int, _frame: object) -> None:
+    raise SystemExit(128 + signal.SIGTERM)
 
 
 def next_item(state_dir: Path, record: AheadRecord, tried: set[str]) -> AheadItem | None:
@@ -190,6 +198,20 @@ class Ahead:
         while not self.running() and self.clock() < deadline:
             if isinstance(process, subprocess.Popen) and process.poll() is not None:
                 return
+            self.sleep(START_POLL_S)
+
+    def stop(self) -> None:
+        """Every step is done: what it still fetches helps nothing. It is ended (it cleans up on
+        SIGTERM) and waited for, so that nothing of it runs on after the run."""
+        if self.command is None or not self.running():
+            return
+        try:
+            pid = int((self.state_dir / LOCK).read_text().strip())
+            os.killpg(pid, signal.SIGTERM)  # its own session (launch): uv and apt-fetch too
+        except (OSError, ValueError):
+            pass
+        deadline = self.clock() + STOP_WAIT_S
+        while self.running() and self.clock() < deadline:
             self.sleep(START_POLL_S)
 
     def before_step(self, journal: JournalData, step: str) -> Generator[RunEvent, None, None]:
