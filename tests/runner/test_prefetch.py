@@ -43,6 +43,19 @@ def ahead(tmp_path: Path, clock: Clock, launched: list[object]) -> Ahead:
     )
 
 
+def fetching_torch(tmp_path: Path, journal, clock: Clock) -> RunnerLock:  # type: ignore[no-untyped-def]
+    """The fetching process at work on install-torch's wheels: its lock held, its record and its
+    log written now."""
+    lock = RunnerLock(tmp_path, LOCK)
+    lock.acquire()
+    AheadRecord(journal.run_id, {"install-torch": ("started", "PyTorch's wheels")}).save(tmp_path)
+    log = tmp_path / "logs" / journal.run_id / f"{LOG_ID}.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("Downloading torch\n")
+    os.utime(log, (clock.now, clock.now))
+    return lock
+
+
 def test_one_round_at_a_time_and_none_where_nothing_is_left(tmp_path, journal):
     clock, launched = Clock(), []
     runner = ahead(tmp_path, clock, launched)
@@ -65,13 +78,7 @@ def test_one_round_at_a_time_and_none_where_nothing_is_left(tmp_path, journal):
 def test_a_step_waits_while_its_downloads_come_and_hears_how_they_ended(tmp_path, journal):
     clock, launched = Clock(), []
     runner = ahead(tmp_path, clock, launched)
-    lock = RunnerLock(tmp_path, LOCK)
-    lock.acquire()
-    AheadRecord(journal.run_id, {"install-torch": ("started", "PyTorch's wheels")}).save(tmp_path)
-    log = tmp_path / "logs" / journal.run_id / f"{LOG_ID}.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("Downloading torch\n")
-    os.utime(log, (clock.now, clock.now))
+    lock = fetching_torch(tmp_path, journal, clock)
     ended = {"after": 3}
 
     def sleep(seconds: float) -> None:  # the fetch ends after three polls
@@ -96,13 +103,7 @@ def test_a_step_waits_while_its_downloads_come_and_hears_how_they_ended(tmp_path
 def test_a_fetch_gone_quiet_is_not_waited_for(tmp_path, journal):
     clock, launched = Clock(), []
     runner = ahead(tmp_path, clock, launched)
-    lock = RunnerLock(tmp_path, LOCK)
-    lock.acquire()
-    AheadRecord(journal.run_id, {"install-torch": ("started", "PyTorch's wheels")}).save(tmp_path)
-    log = tmp_path / "logs" / journal.run_id / f"{LOG_ID}.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("Downloading torch\n")
-    os.utime(log, (clock.now, clock.now))
+    lock = fetching_torch(tmp_path, journal, clock)
 
     events = list(runner.wait(journal.run_id, lambda: True, "install-torch", "waiting"))
     lock.release()
