@@ -91,3 +91,27 @@ def test_a_python_given_in_the_simulation_runs_the_stand_in_for_its_environment(
     given = argparse.Namespace(python="/opt/torch/.venv/bin/python3")
     argv, said = python_argv(given, machine(tmp_path, True), facts_of(H200_VM))
     assert argv[-2:] == ("--env", "/opt/torch/.venv") and said == given.python
+
+
+@pytest.mark.parametrize("damage", ["unreadable", "torn"])
+def test_a_record_that_cannot_be_read_is_said_beside_the_environment_used(
+    tmp_path: Path, damage: str
+) -> None:
+    """bench as another user than the setup's (its 0700 state), or after a torn journal: the
+    default environment is a guess, and the words say why."""
+    (tmp_path / "opt/gpuwizard/envs/pytorch/bin").mkdir(parents=True)
+    (tmp_path / "opt/gpuwizard/envs/pytorch/bin/python").write_text("")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "journal.json").write_text("{torn")
+    if damage == "unreadable":
+        import unittest.mock
+
+        denied = PermissionError(13, "Permission denied")
+        with unittest.mock.patch("gpuwizard.frontends.benchcmd.current", side_effect=denied):
+            _, said = python_argv(NO_PYTHON, machine(tmp_path, False), facts_of(H200_VM))
+        assert said.endswith(f"; gpuwizard's record in {state} cannot be read (Permission denied))")
+    else:
+        _, said = python_argv(NO_PYTHON, machine(tmp_path, False), facts_of(H200_VM))
+        assert f"gpuwizard's record in {state} cannot be read (" in said
+    assert said.startswith("/opt/gpuwizard/envs/pytorch/bin/python (gpuwizard's environment")

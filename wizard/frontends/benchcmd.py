@@ -60,12 +60,13 @@ def python_argv(
             raise BenchUsageError(f"--python {args.python}: not an executable file")
         # as Machine.python_in: the current folder is never searched
         return (str(path), ISOLATED), args.python
-    env, interpreter = built_env(machine.state_dir)
+    env, interpreter, unread = built_env(machine.state_dir)
     if interpreter is not None:  # the setup used an environment that was here: that one
         return machine.python_of(env, interpreter), f"{interpreter} (the environment {env})"
     if machine.host().exists(f"{env}/bin/python"):
-        return machine.python_in(env), f"{env}/bin/python (gpuwizard's environment)"
-    return existing_python(machine, facts, env)
+        return machine.python_in(env), f"{env}/bin/python (gpuwizard's environment{unread})"
+    argv, said = existing_python(machine, facts, env)
+    return argv, said + unread
 
 
 def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple[str, ...], str]:
@@ -87,17 +88,20 @@ def existing_python(machine: Machine, facts: HostFacts, env: str) -> tuple[tuple
     return argv, said
 
 
-def built_env(state_dir: Path) -> tuple[str, str | None]:
+def built_env(state_dir: Path) -> tuple[str, str | None, str]:
     """The environment the wizard's last run set up, else the default path; with the
-    interpreter of one that was here already (``--use-env``)."""
+    interpreter of one that was here already (``--use-env``), and what to say when the run's
+    record cannot be read (another user's, or damaged): then the default path is a guess."""
     try:
-        journal = current(state_dir, None).journal
-    except OSError:
-        journal = None
+        run = current(state_dir, None)
+        journal, problem = run.journal, run.problem
+    except OSError as error:
+        journal, problem = None, error.strerror or str(error)
     if journal is None:
-        return DEFAULT_ENV, None
+        said = f"; gpuwizard's record in {state_dir} cannot be read ({problem})" if problem else ""
+        return DEFAULT_ENV, None, said
     env = journal.data.selection.env
-    return env.path, env.existing
+    return env.path, env.existing, ""
 
 
 def writable_state_dir(preferred: Path) -> Path:
