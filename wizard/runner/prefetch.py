@@ -187,16 +187,20 @@ class Ahead:
         if not left:
             return
         process = self.launch(self.command)
-        self.until_started(process)
+        self.until_started(process, journal, [i.step for i in left])
         what = "; ".join(f"{i.step} ({i.what})" for i in left)
         yield FetchedAhead("started", None, f"fetching later steps' downloads meanwhile: {what}")
 
-    def until_started(self, process: object) -> None:
-        """Until the process holds its lock, so that the next step does not start another; a
-        process that ended (nothing left, or no lock to take) or a slow start ends the wait."""
+    def until_started(self, process: object, journal: JournalData, steps: list[str]) -> None:
+        """Until the process holds its lock, so that the next step does not start another. Also
+        ended by: a launch that failed, a round already over (a fast one), a slow start. Under
+        systemd-run the launcher exits once the unit runs, so its exit alone proves nothing."""
         deadline = self.clock() + START_WAIT_S
         while not self.running() and self.clock() < deadline:
-            if isinstance(process, subprocess.Popen) and process.poll() is not None:
+            if isinstance(process, subprocess.Popen) and process.poll() not in (None, 0):
+                return
+            ended = self.record(journal).steps
+            if all(ended.get(step, ("",))[0] in ("done", "failed") for step in steps):
                 return
             self.sleep(START_POLL_S)
 
