@@ -123,3 +123,30 @@ def test_the_real_runner_starts_through_systemd_run_as_a_transient_unit(tmp_path
     ]
     assert args[5:] == list(cli.real_backend(state).runner)
     assert events_of(state) == ["run-started", "run-finished"]
+
+
+def ahead_command(state_dir: Path) -> list[str]:
+    """The real runner's fetching-ahead process, as the real runner starts it."""
+    return [*cli.real_backend(state_dir).runner[:4], "ahead", "--state", str(state_dir)]
+
+
+def test_the_real_fetching_ahead_process_over_a_plan_with_nothing_ahead_ends_clean(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    empty_run(state)
+    process = launch(ahead_command(state), state)
+    assert process.wait(timeout=60) == 0, (state / "runner.log").read_text()
+    assert not (state / "ahead.json").exists()  # nothing was due
+    assert not Path("/var/cache/gpuwizard/ahead").exists()
+
+
+def test_the_real_fetching_ahead_process_without_a_run_says_so_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(ahead_command(tmp_path), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == f"gpuwizard: fetching ahead stopped: no journal at {tmp_path}/journal.json: nothing to resume\n"
+    )

@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from gpuwizard.machine.host import Host
 from gpuwizard.runner.events import AheadState, FetchedAhead, RunEvent
 from gpuwizard.runner.executor import Executor, Tools
 from gpuwizard.runner.files import make_private_dir, write_atomic
-from gpuwizard.runner.journal import PASSED_STATES, Journal, JournalData
+from gpuwizard.runner.journal import PASSED_STATES, Journal, JournalData, JournalError
 from gpuwizard.runner.layout import JOURNAL
 from gpuwizard.runner.lock import AlreadyRunning, RunnerLock
 
@@ -98,19 +99,10 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
     downloads = host.path(DOWNLOADS_DIR)
     made = [f for f in (downloads, *downloads.parents) if not f.exists()]  # made for the round
     try:
-        journal = Journal.load(state_dir / JOURNAL).data
-        logs = state_dir / "logs" / journal.run_id
-        executor = Executor(host, tools, logs, None, lambda *_: None, env={AHEAD_MARK: "1"})
-        record = AheadRecord.load(state_dir, journal.run_id)
-        tried: set[str] = set()
-        fetched: set[AheadOp] = set()  # uv, run by two items, is fetched once a round
-        while item := next_item(state_dir, record, tried):
-            tried.add(item.step)
-            record.steps[item.step] = ("started", item.what)
-            record.save(state_dir)
-            record.steps[item.step] = fetch_item(host, executor, item, fetched)
-            record.save(state_dir)
-        return 0
+        return fetch_round(host, tools, state_dir)
+    except JournalError as error:  # none, or a new run replaced it: nothing of this round is due
+        sys.stderr.write(f"gpuwizard: fetching ahead stopped: {error}\n")
+        return 1
     finally:
         # The uv it ran and its scratch target go; what it fetched stays in apt's, uv's and
         # gpuwizard's download caches, where the steps look.
@@ -119,6 +111,24 @@ def run_ahead(host: Host, tools: Tools, state_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         lock.release()
+
+
+def fetch_round(host: Host, tools: Tools, state_dir: Path) -> int:
+    """Each later step's downloads not fetched yet, in plan order, the journal read again after
+    each; ``ahead.json`` says how each ended."""
+    journal = Journal.load(state_dir / JOURNAL).data
+    logs = state_dir / "logs" / journal.run_id
+    executor = Executor(host, tools, logs, None, lambda *_: None, env={AHEAD_MARK: "1"})
+    record = AheadRecord.load(state_dir, journal.run_id)
+    tried: set[str] = set()
+    fetched: set[AheadOp] = set()  # uv, run by two items, is fetched once a round
+    while item := next_item(state_dir, record, tried):
+        tried.add(item.step)
+        record.steps[item.step] = ("started", item.what)
+        record.save(state_dir)
+        record.steps[item.step] = fetch_item(host, executor, item, fetched)
+        record.save(state_dir)
+    return 0
 
 
 def ended(_signal: int, _frame: object) -> None:
@@ -130,6 +140,8 @@ def next_item(state_dir: Path, record: AheadRecord, tried: set[str]) -> AheadIte
     that added a package source since makes its followers' packages nameable; while no step
     runs, the next one is about to and downloads for itself."""
     journal = Journal.load(state_dir / JOURNAL).data
+    if journal.run_id != record.run_id:
+        raise JournalError(f"a new run ({journal.run_id}) replaced {record.run_id}")
     for item in items_for(journal, next_runs=not a_step_runs(journal)):
         if item.step not in tried and record.steps.get(item.step, ("",))[0] != "done":
             return item
