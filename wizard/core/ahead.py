@@ -16,8 +16,9 @@ nothing (its step downloads as it always did). Two limits, each for a reason:
 
 - packages of a step that comes after a step adding a package source (the CUDA repository,
   non-free) wait until that step is done: apt cannot name them before;
-- dnf's packages are not fetched ahead: ``dnf --downloadonly`` takes dnf's lock, which would
-  hold up the step running beside it (see docs/decisions.md).
+- dnf's packages are not fetched ahead: whether ``dnf --downloadonly`` beside a running
+  ``dnf install`` would hold it up on dnf's lock, as apt's ``--download-only`` does apt's, is not
+  established (no Rocky root here to try it; see docs/decisions.md).
 """
 
 from __future__ import annotations
