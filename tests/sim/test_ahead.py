@@ -123,3 +123,28 @@ def test_a_fetch_killed_mid_way_leaves_the_steps_to_download_for_themselves(sim)
     assert codes[-1] == EXIT_DONE
     assert host.step_states()["install-torch"] == "done"
     assert '"install-torch"' in (host.state_dir / STATE).read_text()
+
+
+def test_the_fetching_process_s_calls_never_write_the_machine_s_state(sim):
+    """It runs beside the steps: a state it loaded and wrote back would undo a step's change made
+    meanwhile (seen: the initramfs a step rebuilt was forgotten, and nouveau stayed)."""
+    import subprocess
+
+    from gpuwizard.core.ahead import AHEAD_MARK
+    from gpuwizard.sim.runner import sim_tools
+
+    host = sim(H100)
+    state = host.sandbox.state_file
+    before = (state.read_bytes(), state.stat().st_mtime_ns)
+    tools = sim_tools(host.place)
+    argv = ("gpuwizard-fetch", "pypi:uv==0.13.9", "/var/cache/gpuwizard/ahead/uv", "--unpinned")
+    done = subprocess.run(
+        list(tools.resolve(argv)),
+        env={**os.environ, **tools.env, AHEAD_MARK: "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert host.path("/var/cache/gpuwizard/ahead/uv").exists()
+    assert (state.read_bytes(), state.stat().st_mtime_ns) == before

@@ -479,7 +479,8 @@ HANDLERS: dict[str, Handler] = {
 
 
 def fetches_ahead(tool: str, args: list[str]) -> bool:
-    """A call that only fills a cache (runner/prefetch.py): it runs beside a step's own calls."""
+    """A call that only fills a cache (runner/prefetch.py): it runs beside a step's own calls.
+    Every call of the fetching process is marked (AHEAD_MARK); these are the cache-only kinds."""
     return tool == APT_FETCH_TOOL or (
         tool == "uv" and args[:2] == ["pip", "install"] and "--target" in args
     )
@@ -507,15 +508,28 @@ def fetch_ahead(
     ], 0
 
 
+def ahead_call(sandbox: Sandbox, tool: str, args: list[str]) -> int:
+    """A call of the fetching process, beside the steps: it never saves the machine's state, or
+    it would write back what it loaded over a step's change made meanwhile (a lost update: the
+    initramfs a step rebuilt, forgotten)."""
+    state = sandbox.load()
+    if fetches_ahead(tool, args):
+        said, status = fetch_ahead(sandbox, state, tool, args)
+    elif tool in HANDLERS:  # gpuwizard-fetch: a file in the download cache, no state
+        _, said, status = HANDLERS[tool](sandbox, state, args)
+    else:
+        said, status = [f"{tool}: not a fetching-ahead command"], 1
+    say(said)
+    return status
+
+
 def main(argv: list[str]) -> int:
     sandbox = Sandbox(Path(os.environ[SIM_ENV]))
     program, args = argv[0], argv[1:]
     tool = Path(program).name
     log_call(sandbox, tool, args)
-    if fetches_ahead(tool, args):  # read-only: never saves the state a step's call may be saving
-        said, status = fetch_ahead(sandbox, sandbox.load(), tool, args)
-        say(said)
-        return status
+    if os.environ.get(AHEAD_MARK) == "1":
+        return ahead_call(sandbox, tool, args)
     state = sandbox.load()
     rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
     busy = changes_packages(tool, args) and not state.dpkg_interrupted
