@@ -86,11 +86,6 @@ class RunView:
     """What fetching ahead did, in order (runner/prefetch.py): rounds, waits, results."""
 
     @property
-    def fetching_ahead(self) -> ev.FetchedAhead | None:
-        """The newest word on fetching ahead, for a one-line status."""
-        return self.ahead[-1] if self.ahead else None
-
-    @property
     def running(self) -> bool:
         return self.invocation > 0 and self.ending is None
 
