@@ -74,7 +74,7 @@ def test_later_steps_downloads_are_fetched_before_their_steps_run(sim):
 
 def test_a_failed_fetch_is_said_and_its_step_downloads_for_itself(sim):
     host = sim(H100)
-    host.scenario(rules=[{"tool": "gpuwizard-apt-fetch", "match": "nvidia-driver", "output": "E: 404  Not Found", "exit": 1}])  # fmt: skip
+    host.scenario(rules=[{"tool": "gpuwizard-apt-fetch", "match": "nvidia-driver", "output": "E: 404  Not Found", "exit": 1, "ahead": True}])  # fmt: skip
     host.plan()
 
     assert host.finish()[-1] == EXIT_DONE
@@ -87,7 +87,7 @@ def test_a_failed_fetch_is_said_and_its_step_downloads_for_itself(sim):
 
 def test_the_step_waits_for_its_downloads_while_they_are_fetched(sim):
     host = sim(H100)
-    host.scenario(rules=[{"tool": "uv", "match": "--target", "wait_for": GATE}])
+    host.scenario(rules=[{"tool": "uv", "match": "--target", "wait_for": GATE, "ahead": True}])
     host.plan()
     runner = host.launch()
 
@@ -110,7 +110,7 @@ def test_the_step_waits_for_its_downloads_while_they_are_fetched(sim):
 
 def test_a_fetch_killed_mid_way_leaves_the_steps_to_download_for_themselves(sim):
     host = sim(H100)
-    host.scenario(rules=[{"tool": "uv", "match": "--target", "wait_for": GATE}])
+    host.scenario(rules=[{"tool": "uv", "match": "--target", "wait_for": GATE, "ahead": True}])
     host.plan()
     runner = host.launch()
     wait_for_event(host, lambda e: isinstance(e, ev.FetchedAhead) and e.state == "waiting")

@@ -14,7 +14,7 @@ ENV = "/opt/gpuwizard/envs/pytorch"
 
 
 def is_uv_torch_install(key: tuple[str, ...]) -> bool:
-    return key[:3] == ("uv", "pip", "install") and "--verify-hashes" in key
+    return key[:3] == ("uv", "pip", "install") and "--reinstall-package" in key
 
 
 def test_a_runner_killed_while_uv_installs_torch_redoes_the_install_on_the_next_run(sim):
@@ -23,7 +23,7 @@ def test_a_runner_killed_while_uv_installs_torch_redoes_the_install_on_the_next_
         rules=[
             {
                 "tool": "uv",
-                "match": "--verify-hashes",
+                "match": "--reinstall-package torch",
                 "times": 1,
                 "output": "Prepared 31 packages",
                 "sleep_s": 60,
@@ -69,7 +69,7 @@ def test_a_hashes_file_without_this_pythons_wheel_fails_the_torch_install(sim):
         rules=[
             {
                 "tool": "uv",
-                "match": "--verify-hashes",
+                "match": "--reinstall-package torch",
                 "write_file": {hashes: "torch==2.14.1 \\\n    --hash=sha256:" + "0" * 64 + "\n"},
             }
         ]

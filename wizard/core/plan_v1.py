@@ -237,6 +237,8 @@ def _python(argv: tuple[str, ...], limits: _Limits) -> Iterator[Program]:
             yield UvVenv(uv, version, path, **limits)
         case (uv, "venv", "--seed", "--clear", "--python", version, path):
             yield UvVenv(uv, version, path, **limits)
+        case (uv, "venv", "--clear", "--python", version, path):  # as since the pinned pip
+            yield UvVenv(uv, version, path, **limits)
         case (uv, "pip", "install", "--python", python, *rest) if python.endswith("/bin/python"):
             yield from _uv_pip_install(uv, python.removesuffix("/bin/python"), tuple(rest), limits)
         case (uv, "python", "install", version):

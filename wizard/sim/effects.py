@@ -311,8 +311,8 @@ def uv_pip_install(sandbox: Sandbox, args: list[str]) -> tuple[list[str], int]:
 
     A hashes file's pins are installed, PyPI's torch as the file's set (``torch-2.14.1-cu130``);
     as uv checks the wheels against the file, a torch set whose file lists no wheel for the
-    environment's Python and CPU fails, as uv's hash check would (a file without ``# wheel``
-    lines, pip's, pins one wheel for every Python).
+    environment's Python and CPU fails, as uv's hash check would (pip's file, named for no CUDA
+    build, pins one wheel for every Python).
     """
     env = args[args.index("--python") + 1].removesuffix("/bin/python")
     words = [a for a in args if a not in ("--verify-hashes", "--no-cache")]
@@ -328,7 +328,7 @@ def uv_pip_install(sandbox: Sandbox, args: list[str]) -> tuple[list[str], int]:
         uname = sandbox.json("commands.json", {}).get("uname -m", {})
         arch = str(uname.get("stdout", "x86_64")).strip() or "x86_64"
         listed = re.findall(r"^# wheel (\S+\.whl) sha256:[0-9a-f]{64}$", text, re.MULTILINE)
-        for name in (p.split("==")[0] for p in pins if listed):  # torch's: a wheel per Python
+        for name in (p.split("==")[0] for p in pins if variant):  # a torch set: a wheel per Python
             if not any(
                 w.startswith(f"{name}-") and f"-{python}-{python}-" in w and arch in w
                 for w in listed

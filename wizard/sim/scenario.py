@@ -53,6 +53,9 @@ class Rule:
     for as long as it needs, and lets it go by creating the file."""
     signal: int | None = None
     exit: int | None = None
+    ahead: bool = False
+    """For the fetching-ahead process's calls (runner/prefetch.py) only; other rules are for the
+    steps' calls only, so a rule written for a step's uv never holds up its prefetch."""
 
     @property
     def key(self) -> str:
@@ -78,11 +81,16 @@ def parse_scenario(data: dict[str, Any]) -> Scenario:
 
 
 def matching(
-    scenario: Scenario, tool: str, args: list[str], counters: dict[str, int]
+    scenario: Scenario,
+    tool: str,
+    args: list[str],
+    counters: dict[str, int],
+    *,
+    ahead: bool = False,
 ) -> Rule | None:
     joined = " ".join(args)
     for rule in scenario.rules:
-        if rule.tool != tool or rule.match not in joined:
+        if rule.tool != tool or rule.match not in joined or rule.ahead != ahead:
             continue
         if rule.times is not None and counters.get(rule.key, 0) >= rule.times:
             continue

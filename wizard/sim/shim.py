@@ -492,7 +492,7 @@ def fetch_ahead(
     """Fetched into a cache: nothing the machine shows changes. A scenario rule may still make
     it fail, wait at a gate or print; it never counts its calls (that would be a write of the
     state beside the step's own)."""
-    rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters)
+    rule = matching(parse_scenario(sandbox.scenario()), tool, args, state.counters, ahead=True)
     if rule is not None:
         wait_for_gate(sandbox, rule)
         code = play(rule)
