@@ -37,7 +37,7 @@ GATES = {  # step -> (its command, a word of its arguments): the call the step w
     "install-nvidia-driver": ("apt-get", "install nvidia-driver"),
     "install-fabric-manager": ("apt-get", "install nvidia-fabricmanager"),
     "enable-persistence": ("systemctl", "enable nvidia-persistenced"),
-    "install-torch": ("uv", "--verify-hashes"),
+    "install-torch": ("uv", "--reinstall-package torch"),
     "verify-torch": ("python", "verify.json"),
 }
 

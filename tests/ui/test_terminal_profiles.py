@@ -6,7 +6,6 @@ axes. Each screen's key is pressed once, when that screen shows."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import subprocess
@@ -17,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuwizard.runner.events import FetchedAhead, StepStarted, decode
 from gpuwizard.runner.layout import EVENTS
 from gpuwizard.runner.lock import read_run_record
+from gpuwizard.runner.view import ahead_line
 from gpuwizard.screens.widgets.throughput_chart import X_LABEL, Y_LABEL
 from gpuwizard.sim.sandbox import place_for
 from tests.conftest import PROFILE_NAMES, facts_of, profile_dir
@@ -82,14 +83,17 @@ def log_rows(screen: str) -> list[str]:
 
 
 def logged_lines(state_dir: Path) -> list[str]:
-    """What the pane can show: the step logs' lines and its own headings (each step's title)."""
+    """What the pane can show: the step logs' lines and its own headings (each step's title),
+    and what fetching ahead said (runner/prefetch.py)."""
     titles = []
     events = state_dir / EVENTS
     if events.exists():
         for line in events.read_text(errors="replace").splitlines():
-            event = json.loads(line).get("event", {})
-            if isinstance(event, dict) and "title" in event:
-                titles.append(f"── {event['title']}")
+            envelope = decode(line)
+            if isinstance(envelope.event, StepStarted):
+                titles.append(f"── {envelope.event.title}")
+            if isinstance(envelope.event, FetchedAhead):
+                titles.append(f"» {ahead_line(envelope.event)}")
     return titles + [
         line
         for log in sorted(state_dir.glob("logs/*/*.log"))
