@@ -19,22 +19,20 @@ fetched or checked; the step then downloads what is missing itself, as it always
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwizard.core.ops import APT_ENV
+from gpuwizard.runner.fetch import staged
 
 ARCHIVES = Path("/var/cache/apt/archives")
 CHUNK = 1 << 20
@@ -105,18 +103,6 @@ def apt_proxies() -> dict[str, str]:
     return proxies
 
 
-@contextlib.contextmanager
-def staged(destination: Path) -> Iterator[tuple[int, Path]]:
-    fd, name = tempfile.mkstemp(
-        dir=destination.parent, prefix=f".{destination.name}.", suffix=".part"
-    )
-    part = Path(name)
-    try:
-        yield fd, part
-    finally:
-        part.unlink(missing_ok=True)
-
-
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -135,7 +121,7 @@ def fetch_one(wanted: Wanted, archives: Path, opener: urllib.request.OpenerDirec
     ):
         return 0
     digest, size, said = hashlib.sha256(), 0, time.monotonic()
-    with staged(destination) as (fd, part), os.fdopen(fd, "wb") as out:
+    with staged(destination) as (out, part):
         with opener.open(wanted.uri, timeout=120) as response:
             while chunk := response.read(CHUNK):
                 digest.update(chunk)

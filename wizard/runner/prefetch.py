@@ -82,6 +82,9 @@ class AheadRecord:
             pass  # none yet, or torn by a crash: what is in the caches is fetched again quickly
         return cls(run_id)
 
+    def state_of(self, step: str) -> AheadState | None:
+        return self.steps[step][0] if step in self.steps else None
+
     def save(self, state_dir: Path) -> None:
         data = {"run_id": self.run_id, "steps": {k: list(v) for k, v in self.steps.items()}}
         write_atomic(state_dir / STATE, json.dumps(data, indent=1).encode(), 0o600)
@@ -143,7 +146,7 @@ def next_item(state_dir: Path, record: AheadRecord, tried: set[str]) -> AheadIte
     if journal.run_id != record.run_id:
         raise JournalError(f"a new run ({journal.run_id}) replaced {record.run_id}")
     for item in items_for(journal, next_runs=not a_step_runs(journal)):
-        if item.step not in tried and record.steps.get(item.step, ("",))[0] != "done":
+        if item.step not in tried and record.state_of(item.step) != "done":
             return item
     return None
 
@@ -195,7 +198,7 @@ class Ahead:
             return
         record = self.record(journal)
         items = items_for(journal, next_runs=True)
-        left = [i for i in items if record.steps.get(i.step, ("",))[0] != "done"]
+        left = [i for i in items if record.state_of(i.step) != "done"]
         if not left:
             return
         process = self.launch(self.command)
@@ -211,8 +214,8 @@ class Ahead:
         while not self.running() and self.clock() < deadline:
             if isinstance(process, subprocess.Popen) and process.poll() not in (None, 0):
                 return
-            ended = self.record(journal).steps
-            if all(ended.get(step, ("",))[0] in ("done", "failed") for step in steps):
+            ended = self.record(journal)
+            if all(ended.state_of(step) in ("done", "failed") for step in steps):
                 return
             self.sleep(START_POLL_S)
 
@@ -235,7 +238,7 @@ class Ahead:
         that ended did, then start fetching for the steps after it."""
 
         def fetching() -> bool:
-            return self.record(journal).steps.get(step, ("",))[0] == "started"
+            return self.record(journal).state_of(step) == "started"
 
         why = f"waiting for {step}'s downloads to finish"
         yield from self.wait(journal.run_id, fetching, step, why)
